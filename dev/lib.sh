@@ -1,0 +1,58 @@
+# Shared helpers of dev/main.sh and dev/test.sh: stage timing and the tool's virtual environment.
+# shellcheck shell=bash
+set -euo pipefail
+
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+VENV="$REPO_ROOT/.venv"
+TOOL_PYTHON_VERSION="${AIACC_TOOL_PYTHON:-3.11}"
+STAGE_TIMES=()
+
+stage() {  # stage NAME CMD...: run one stage, print its time, remember it for the summary
+  local name="$1"; shift
+  local start end
+  start=$(date +%s.%N)
+  printf '\n=== stage: %s ===\n' "$name"
+  "$@"
+  end=$(date +%s.%N)
+  local took
+  took=$(awk -v s="$start" -v e="$end" 'BEGIN { printf "%.1f", e - s }')
+  printf '=== stage %s took %ss ===\n' "$name" "$took"
+  STAGE_TIMES+=("$name: ${took}s")
+}
+
+stage_summary() {
+  printf '\n=== stage times ===\n'
+  printf '  %s\n' "${STAGE_TIMES[@]}"
+}
+
+find_python() {  # the pyenv interpreter of a minor version, e.g. find_python 3.11
+  local minor="$1" candidate
+  for candidate in /root/.pyenv/versions/"$minor".*/bin/python"$minor"; do
+    [ -x "$candidate" ] && { echo "$candidate"; return 0; }
+  done
+  command -v "python$minor" && return 0
+  echo "no Python $minor found (looked under /root/.pyenv/versions and PATH)" >&2
+  return 1
+}
+
+apt_install() {  # apt_install PKG...: install the Debian packages that are missing
+  local missing=()
+  local pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ "${#missing[@]}" -gt 0 ]; then
+    echo "installing Debian packages: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+}
+
+bootstrap_tool() {  # the build tool and its test dependencies in .venv
+  apt_install cmake ninja-build g++ git
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$(find_python "$TOOL_PYTHON_VERSION")" -m venv "$VENV"
+  fi
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e "$REPO_ROOT[test]"
+}

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The test job: installs what it needs, then runs every test CI runs. Prints each stage's time.
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+cd "$REPO_ROOT"
+
+stage bootstrap bootstrap_tool
+stage pytest "$VENV/bin/python" -m pytest "$@"
+stage_summary

@@ -1,0 +1,152 @@
+"""The typed model every other module works on: a release's naming data and its cells.
+
+A cell is one framework wheel: (framework, framework version, CUDA or CPU, Python where the wheel is
+CPython-specific, architecture). Docker OS types and the Pythons of a Python-independent wheel's
+environments multiply images and conda files, never cells. The matrix loader builds these objects from
+`matrix/releases/*.yaml`; names are computed from them by `aiacc_build.naming` alone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Framework(str, Enum):
+    TORCH = "torch"
+    TENSORFLOW = "tensorflow"
+    MXNET = "mxnet"
+
+    @property
+    def short(self) -> str:
+        """The abbreviation used in Docker tags (seed: tf/mx/pt)."""
+        return _FRAMEWORK_SHORT[self]
+
+    @property
+    def python_specific(self) -> bool:
+        """True when the binding links the CPython ABI (a C++ extension), so one wheel per Python.
+
+        TensorFlow's binding is an op library loaded by tf.load_op_library and MXNet's a library
+        loaded through ctypes: neither links Python, so their wheels are Python-independent.
+        """
+        return self is Framework.TORCH
+
+
+_FRAMEWORK_SHORT = {Framework.TORCH: "pt", Framework.TENSORFLOW: "tf", Framework.MXNET: "mx"}
+
+
+class Arch(str, Enum):
+    X86_64 = "x86_64"
+    AARCH64 = "aarch64"
+
+
+@dataclass(frozen=True)
+class WheelTagRules:
+    """How a release tags its wheels. Data of the release, not code.
+
+    `platform` is the tag the published file carries, per framework, with `{arch}` to fill in;
+    `repair_platform` is the tag `auditwheel repair` gives the same wheel. When they differ, the
+    published name wins: the repaired wheel is re-tagged back so that the seed's URLs keep working.
+    """
+
+    independent_python_tag: str  # Python-independent wheels: "py2.py3" (1.5.0) or "py3"
+    platform: dict[Framework, str]
+    repair_platform: dict[Framework, str]
+
+
+@dataclass(frozen=True)
+class ReleaseInfo:
+    """Release-wide data: versions of the build tools and every naming convention of the release."""
+
+    version: str
+    cibuildwheel: str  # exact cibuildwheel version its CI jobs pin
+    manylinux_image: str  # cibuildwheel's manylinux image policy for the builder, e.g. "manylinux2014"
+    docker_os_types: tuple[str, ...]  # OS types its images are published for (seed: centos7, ubuntu1804)
+    local_os_type: str  # the declared Debian OS type of images built on a machine without those archives
+    mirror_url: str  # where wheels, conda files and the install script are published
+    docker_registry: str  # e.g. "registry.cn-beijing.aliyuncs.com/cto_office"
+    docker_image: str  # "perseus-training"
+    docker_tag_suffix: str  # "latest"
+    conda_dir: str  # folder of conda files under the mirror: "conda/latest"
+    wheel_tags: WheelTagRules
+
+
+@dataclass(frozen=True)
+class FrameworkBuild:
+    """The exact upstream framework release a cell is built against and installed beside.
+
+    "Exact" means version + CUDA variant + C++ ABI: `torch==1.7.1+cu110` is not the registry's
+    default `torch==1.7.1` (a CUDA 10.2 build).
+    """
+
+    requirement: str  # pip requirement string, e.g. "torch==1.7.1+cu110"
+    index_url: str | None  # extra index that serves that exact build (None: the default registry)
+    cuda_variant: str | None  # upstream local version label: "cu110", "cpu", None when unlabelled
+    cxx11_abi: bool | None  # None where it does not apply (Python-independent frameworks)
+
+
+@dataclass(frozen=True)
+class Cell:
+    release: ReleaseInfo = field(compare=False, hash=False, repr=False)
+    release_version: str
+    framework: Framework
+    framework_version: str
+    cuda: str | None  # "11.0"; None for a CPU cell
+    python: str | None  # "3.6" for a CPython-specific wheel; None for a Python-independent one
+    arch: Arch
+    env_pythons: tuple[str, ...]  # Pythons its conda files and images are made for
+    build: FrameworkBuild
+
+    def __post_init__(self) -> None:
+        if self.framework.python_specific != (self.python is not None):
+            raise ValueError(
+                f"{self.framework.value} wheels are "
+                f"{'CPython-specific' if self.framework.python_specific else 'Python-independent'}: "
+                f"python={self.python!r} does not fit"
+            )
+        if not self.env_pythons:
+            raise ValueError("a cell needs at least one Python for its environments")
+
+    @property
+    def is_cpu(self) -> bool:
+        return self.cuda is None
+
+    @property
+    def key(self) -> str:
+        """A stable, human-readable id: `1.5.0/torch-1.7.1/cuda11.0/py3.6/x86_64`."""
+        accel = "cpu" if self.cuda is None else f"cuda{self.cuda}"
+        py = f"py{self.python}" if self.python else "py-any"
+        return f"{self.release_version}/{self.framework.value}-{self.framework_version}/{accel}/{py}/{self.arch.value}"
+
+
+@dataclass(frozen=True)
+class CellGroup:
+    """The cells one CI job builds: same framework release, CUDA and architecture, several Pythons."""
+
+    release: ReleaseInfo = field(compare=False, hash=False, repr=False)
+    release_version: str
+    framework: Framework
+    framework_version: str
+    cuda: str | None
+    arch: Arch
+    cells: tuple[Cell, ...]
+
+
+def group_cells(cells: list[Cell] | tuple[Cell, ...]) -> list[CellGroup]:
+    """Group cells by (release, framework, version, CUDA, arch), keeping first-seen order."""
+    groups: dict[tuple, list[Cell]] = {}
+    for cell in cells:
+        k = (cell.release_version, cell.framework, cell.framework_version, cell.cuda, cell.arch)
+        groups.setdefault(k, []).append(cell)
+    return [
+        CellGroup(
+            release=members[0].release,
+            release_version=k[0],
+            framework=k[1],
+            framework_version=k[2],
+            cuda=k[3],
+            arch=k[4],
+            cells=tuple(members),
+        )
+        for k, members in groups.items()
+    ]

@@ -1,0 +1,157 @@
+"""The one place every published name is computed from a cell.
+
+Templates and build steps call these functions; nothing else pastes names together. The golden
+tests in tests/test_naming.py pin the seed's exact names.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from .model import Cell, CellGroup, Framework, ReleaseInfo
+
+INSTALL_SCRIPT_NAME = "install_AIACC-Training.sh"
+COMMON_DISTRIBUTION = "perseus_common"
+
+
+def python_nodot(python: str) -> str:
+    """"3.6" -> "36", "3.11" -> "311"."""
+    major, minor = python.split(".")[:2]
+    return f"{major}{minor}"
+
+
+def cpython_tags(python: str) -> tuple[str, str]:
+    """(python tag, ABI tag) of a CPython-specific wheel: the `m` ABI flag exists up to 3.7."""
+    nodot = python_nodot(python)
+    major, minor = (int(p) for p in python.split(".")[:2])
+    abi = f"cp{nodot}m" if (major, minor) < (3, 8) else f"cp{nodot}"
+    return f"cp{nodot}", abi
+
+
+def cuda_nodot(cuda: str) -> str:
+    return cuda.replace(".", "")
+
+
+def accelerator_folder(cell: Cell) -> str:
+    """Mirror folder of a cell's wheel: `cuda110/`, `cpu/`."""
+    return "cpu" if cell.cuda is None else f"cuda{cuda_nodot(cell.cuda)}"
+
+
+def accelerator_label(cell: Cell) -> str:
+    """Conda file label: `cuda11.0` or `cpu`."""
+    return "cpu" if cell.cuda is None else f"cuda{cell.cuda}"
+
+
+def docker_accelerator_label(cell: Cell) -> str:
+    """Docker tag label: `cu11.0` or `cpu`."""
+    return "cpu" if cell.cuda is None else f"cu{cell.cuda}"
+
+
+def wheel_distribution(framework: Framework) -> str:
+    return f"perseus_{framework.value}"
+
+
+def wheel_version(cell: Cell) -> str:
+    """`<release>+<framework public version>`: never a second `+` (no `+2.13.0+cpu`)."""
+    if "+" in cell.framework_version:
+        raise ValueError(f"framework version {cell.framework_version!r} must be a public version (no '+')")
+    return f"{cell.release_version}+{cell.framework_version}"
+
+
+def _wheel_tags(cell: Cell, platform_rule: dict[Framework, str]) -> str:
+    if cell.python is not None:
+        py, abi = cpython_tags(cell.python)
+    else:
+        py, abi = cell.release.wheel_tags.independent_python_tag, "none"
+    platform = platform_rule[cell.framework].format(arch=cell.arch.value)
+    return f"{py}-{abi}-{platform}"
+
+
+def wheel_filename(cell: Cell) -> str:
+    """The published file name, e.g. `perseus_torch-1.5.0+1.7.1-cp36-cp36m-linux_x86_64.whl`."""
+    return f"{wheel_distribution(cell.framework)}-{wheel_version(cell)}-{_wheel_tags(cell, cell.release.wheel_tags.platform)}.whl"
+
+
+def repaired_wheel_filename(cell: Cell) -> str:
+    """The name `auditwheel repair` gives the wheel before it is re-tagged to the published name."""
+    return (
+        f"{wheel_distribution(cell.framework)}-{wheel_version(cell)}-"
+        f"{_wheel_tags(cell, cell.release.wheel_tags.repair_platform)}.whl"
+    )
+
+
+def wheel_path(cell: Cell) -> str:
+    """Folder + file: the key of a wheel everywhere (the same file name exists in cuda101/ and cuda102/)."""
+    return f"{accelerator_folder(cell)}/{wheel_filename(cell)}"
+
+
+def url_path(path: str) -> str:
+    """Encode a mirror path for a URL the way the seed does (`+` -> `%2B`)."""
+    return quote(path, safe="/")
+
+
+def wheel_url(cell: Cell, mirror_url: str | None = None) -> str:
+    base = (mirror_url or cell.release.mirror_url).rstrip("/")
+    return f"{base}/{url_path(wheel_path(cell))}"
+
+
+def common_wheel_filename(release: ReleaseInfo) -> str:
+    """perseus-common: the pure-Python runtime every framework wheel requires, one per release."""
+    return f"{COMMON_DISTRIBUTION}-{release.version}-py3-none-any.whl"
+
+
+def conda_filename(cell: Cell, python: str) -> str:
+    """`torch_1.7.1_cuda11.0_py36.yaml`; CPU cells: `torch_2.13.0_cpu_py311.yaml`."""
+    _check_env_python(cell, python)
+    return f"{cell.framework.value}_{cell.framework_version}_{accelerator_label(cell)}_py{python_nodot(python)}.yaml"
+
+
+def conda_url(cell: Cell, python: str, mirror_url: str | None = None) -> str:
+    base = (mirror_url or cell.release.mirror_url).rstrip("/")
+    return f"{base}/{cell.release.conda_dir}/{url_path(conda_filename(cell, python))}"
+
+
+def docker_tag(cell: Cell, os_type: str, python: str) -> str:
+    """`centos7-cu11.0-pt1.7.1-py36-latest` (seed scheme: os-cuda-framework+version-python-suffix)."""
+    _check_env_python(cell, python)
+    return (
+        f"{os_type}-{docker_accelerator_label(cell)}-{cell.framework.short}{cell.framework_version}"
+        f"-py{python_nodot(python)}-{cell.release.docker_tag_suffix}"
+    )
+
+
+def docker_image_ref(cell: Cell, os_type: str, python: str, registry: str | None = None) -> str:
+    """`perseus-training:<tag>`, prefixed with a registry when one is given."""
+    name = f"{cell.release.docker_image}:{docker_tag(cell, os_type, python)}"
+    return f"{registry.rstrip('/')}/{name}" if registry else name
+
+
+def cibw_identifier(cell: Cell, python: str | None = None) -> str:
+    """cibuildwheel build identifier, e.g. `cp36-manylinux_x86_64`.
+
+    A Python-independent wheel is built once, with the first Python of its environments.
+    """
+    py = cell.python or python or cell.env_pythons[0]
+    return f"cp{python_nodot(py)}-manylinux_{cell.arch.value}"
+
+
+def cibw_build_selector(group: CellGroup) -> str:
+    """CIBW_BUILD value that selects exactly the group's cells."""
+    return " ".join(sorted({cibw_identifier(c) for c in group.cells}))
+
+
+def ci_job_id(group: CellGroup) -> str:
+    """A GitHub Actions job id (letters, digits, `_`, `-`): `torch-1_7_1-cuda110-x86_64`."""
+    accel = "cpu" if group.cuda is None else f"cuda{cuda_nodot(group.cuda)}"
+    return f"{group.framework.value}-{group.framework_version.replace('.', '_')}-{accel}-{group.arch.value}"
+
+
+def builder_image_tag(release: ReleaseInfo, cuda: str | None, arch: str) -> str:
+    """Local builder image for a CUDA toolkit: `perseus-builder:manylinux2014-cuda11.0-x86_64`."""
+    accel = "cpu" if cuda is None else f"cuda{cuda}"
+    return f"perseus-builder:{release.manylinux_image}-{accel}-{arch}"
+
+
+def _check_env_python(cell: Cell, python: str) -> None:
+    if python not in cell.env_pythons:
+        raise ValueError(f"cell {cell.key} has no environment for Python {python} (has {', '.join(cell.env_pythons)})")
