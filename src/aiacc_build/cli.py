@@ -10,6 +10,7 @@ import sys
 
 import click
 from rich.console import Console
+from rich.text import Text
 
 from . import __version__
 from .errors import AiaccError
@@ -39,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="aiacc-build", standalone_mode=False)
     except AiaccError as exc:
-        err_console.print(f"[bold red]error:[/] {exc}", highlight=False, markup=True)
+        err_console.print(Text("error: ", style="bold red") + Text(str(exc)))
         return exc.exit_code
     except click.exceptions.Abort:
         err_console.print("aborted")
