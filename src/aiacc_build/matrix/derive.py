@@ -7,7 +7,6 @@ constraints); the facts say what exists upstream. Everything explicitly asked fo
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, replace
 
 from packaging.version import Version
@@ -25,6 +24,17 @@ class _Want:
     pythons: tuple[str, ...] | None  # explicit (strict) or None
     arches: tuple[str, ...] | None  # explicit (strict) or None
     path: tuple
+
+
+def nearest_versions(version: str, known: list[str], n: int = 3) -> list[str]:
+    """Known versions closest to `version`: same major.minor first, then by distance."""
+    want = Version(version).release + (0, 0, 0)
+
+    def distance(v: str) -> tuple:
+        r = Version(v).release + (0, 0, 0)
+        return (r[0] != want[0], abs(r[0] - want[0]), r[1] != want[1], abs(r[1] - want[1]), abs(r[2] - want[2]), v)
+
+    return sorted(known, key=distance)[:n]
 
 
 def _fmt_builds(builds: tuple[ResolvedBuild, ...]) -> str:
@@ -96,7 +106,7 @@ class Deriver:
         builds = self.facts.of(fw, want.version)
         if builds is None:
             known = self.facts.versions(fw)
-            near = difflib.get_close_matches(want.version, known, n=3, cutoff=0.5)
+            near = nearest_versions(want.version, known)
             hint = f"nearest known: {', '.join(near)}" if near else f"known: {', '.join(known)}"
             self.err(want.path, f"{fw.value} {want.version} is not in the facts ({self.facts.files[fw].name}); {hint}. "
                                 "Add its upstream builds there first, with a source")
