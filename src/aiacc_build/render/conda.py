@@ -67,8 +67,14 @@ def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
             else:
                 # pip builds of TensorFlow / MXNet of that era load the system CUDA and cuDNN.
                 deps += [f"cudatoolkit={cell.cuda}", "cudnn"]
-        pip_lines += _pip_option_lines(cell)
-        pip_lines.append(cell.build.requirement)
+        for variant in variants:
+            for line in _pip_option_lines(variant):
+                if line not in pip_lines:
+                    pip_lines.append(line)
+        if len({v.build.requirement for v in variants}) == 1:
+            pip_lines.append(cell.build.requirement)
+        else:
+            pip_lines += [f'{v.build.requirement} ; platform_machine == "{v.arch.value}"' for v in variants]
     channels += ["conda-forge", "nodefaults"]
     pip_lines.append(naming.common_wheel_url(cell.release))
     if len(variants) == 1:

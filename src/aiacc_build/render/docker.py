@@ -185,6 +185,7 @@ def render_docker(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], ho
             kind="docker",
         )
         for name, local in ((PUBLISHED_DOCKERFILE, False), (LOCAL_DOCKERFILE, True))
+        if not local or any(i.local for i in images)
     ]
     for cuda, name in ((True, "builder.Dockerfile"), (False, "builder-cpu.Dockerfile")):
         if any((b.cuda is not None) == cuda for b in builders):

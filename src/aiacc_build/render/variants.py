@@ -19,10 +19,13 @@ def arch_variants(cells: tuple[Cell, ...] | list[Cell]) -> list[tuple[Cell, ...]
     for members in groups.values():
         first = members[0]
         for other in members[1:]:
-            if other.build != first.build or other.env_pythons != first.env_pythons:
+            # The framework build may differ per architecture (tensorflow-cpu has no aarch64 wheels):
+            # the conda file then selects it with a platform marker. The Pythons may not differ.
+            if other.env_pythons != first.env_pythons:
                 raise ValueError(
-                    f"cells {first.key} and {other.key} differ in more than the architecture "
-                    "(framework build or environment Pythons): their conda file and image tag would be ambiguous"
+                    f"cells {first.key} and {other.key} differ in their environment Pythons "
+                    f"({', '.join(first.env_pythons)} vs {', '.join(other.env_pythons)}): "
+                    "their shared conda files and image tags would be ambiguous"
                 )
         result.append(tuple(members))
     return result
