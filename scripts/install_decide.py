@@ -17,7 +17,7 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
     quote = None
 
-EXIT = dict(item.split("=") for item in os.environ["AIACC_EXIT_CODES"].split())
+EXIT = dict(item.split("=") for item in os.environ.get("AIACC_EXIT_CODES", "").split())
 FRAMEWORKS = ("torch", "tensorflow", "mxnet")
 # Minimum Linux driver of each CUDA toolkit (CUDA release notes, "CUDA Toolkit and Driver Versions").
 DRIVER_FOR_CUDA = (
@@ -171,14 +171,22 @@ def tensorflow_cuda(dist_name):
     text = read(path) if path else None
     if text is None:
         return None, "tensorflow's build_info.py not readable"
+    accel = cuda_from_build_info(text)
+    if accel:
+        return accel, "the TensorFlow build info in " + path
+    return None, "no CUDA version in " + path
+
+
+def cuda_from_build_info(text):
+    """TensorFlow's build_info.py, any era: the dict / OrderedDict / item forms of 2.x, 1.x's variable."""
     match = re.search(r"['\"]cuda_version['\"]\s*(?:\]\s*=|,|:)\s*['\"]([0-9.]+)['\"]", text)
     if not match:
         match = re.search(r"cuda_version_number\s*=\s*['\"]([0-9.]+)['\"]", text)
     if match:
-        return major_minor(match.group(1)), "the TensorFlow build info in " + path
+        return major_minor(match.group(1))
     if re.search(r"['\"]?is_cuda_build['\"]?\s*(?:\]\s*=|,|:|=)\s*False", text):
-        return "cpu", "the TensorFlow build info in " + path
-    return None, "no CUDA version in " + path
+        return "cpu"
+    return None
 
 
 def mxnet_cuda(dist_name):
@@ -223,20 +231,28 @@ def driver():
     text = read("/proc/driver/nvidia/version")
     version = None
     source = None
-    if text:
-        match = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", text)
-        if match:
-            version, source = match.group(1), "/proc/driver/nvidia/version"
+    if driver_from_proc(text):
+        version, source = driver_from_proc(text), "/proc/driver/nvidia/version"
     if version is None:
         out = run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
         if out and out.strip():
             version, source = out.strip().splitlines()[0].strip(), "nvidia-smi"
     if version is None:
         return None, None, "no NVIDIA driver (no /proc/driver/nvidia/version, no nvidia-smi)"
+    return version, cuda_for_driver(version), source
+
+
+def driver_from_proc(text):
+    match = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", text or "")
+    return match.group(1) if match else None
+
+
+def cuda_for_driver(version):
+    """The newest CUDA toolkit a driver version runs, or None when it is older than CUDA 10.0's."""
     for cuda, minimum in DRIVER_FOR_CUDA:
         if numbers(version) >= numbers(minimum):
-            return version, cuda, source
-    return version, None, source
+            return cuda
+    return None
 
 
 def nvcc():
@@ -395,4 +411,5 @@ def main():
              "PIP_BREAK_SYSTEM_PACKAGES=1 with pip install --user" % (sys.executable, marker, sys.executable))
 
 
-main()
+if __name__ == "__main__":
+    main()
