@@ -181,3 +181,26 @@ def test_table_lines():
     cells = seed_cells()
     assert table_line(cells[0]) == "torch 1.7.1 11.0 3.6 x86_64 cuda110/perseus_torch-1.5.0+1.7.1-cp36-cp36m-linux_x86_64.whl"
     assert table_line(cells[3]) == "tensorflow 2.4.0 11.0 any x86_64 cuda110/perseus_tensorflow-1.5.0+2.4.0-py2.py3-none-manylinux1_x86_64.whl"
+
+
+@pytest.mark.optin
+@pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in (AIACC_OPTIN=1): installs tensorflow-cpu 2.21.0 (~1 min)")
+def test_torch_and_tensorflow_in_one_venv(torch_venv, real_2_0_0_script, tmp_path):
+    venv = tmp_path / "tf"
+    subprocess.run([pyenv_python("3.11"), "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin/python")
+    subprocess.run([python, "-m", "pip", "install", "-q", "torch==2.13.0", "tensorflow-cpu==2.21.0"], check=True)
+    script, _ = real_2_0_0_script
+    result = run_script(script, "--dry-run", python)
+    assert result.returncode == 0, result.stderr
+    assert "decision:   torch -> cpu/perseus_torch-2.0.0+2.13.0-cp311-cp311-" in result.stdout
+    assert "decision:   tensorflow -> cpu/perseus_tensorflow-2.0.0+2.21.0-py3-none-" in result.stdout
+    # The build-info path (used for the `tensorflow` distribution) on the real installed file:
+    probe = (
+        "import importlib.util, sys; spec = importlib.util.spec_from_file_location('d', sys.argv[1]); "
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); print(m.tensorflow_cuda('tensorflow'))"
+    )
+    from aiacc_build.render.install_script import DECIDE_PY
+
+    out = subprocess.run([python, "-c", probe, str(DECIDE_PY)], capture_output=True, text=True, check=True).stdout
+    assert out.startswith("('cpu', 'the TensorFlow build info in ")
