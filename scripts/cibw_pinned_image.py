@@ -17,7 +17,7 @@ def pinned_image(policy: str, arch: str) -> str:
     cfg_path = Path(cibuildwheel.__file__).parent / "resources" / "pinned_docker_images.cfg"
     if not cfg_path.is_file():
         raise SystemExit(f"{cfg_path} not found: this cibuildwheel version keeps its pinned images elsewhere")
-    config = configparser.ConfigParser()
+    config = configparser.ConfigParser(inline_comment_prefixes=("#",))  # 4.x: "image@sha256:...  # date"
     config.read(cfg_path, encoding="utf-8")
     if not config.has_option(arch, policy):
         known = ", ".join(config.options(arch)) if config.has_section(arch) else "none"
