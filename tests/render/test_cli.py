@@ -37,3 +37,13 @@ def test_unknown_release_is_an_error_and_writes_nothing(tmp_path, capsys):
 def test_same_release_twice_is_refused(tmp_path, capsys):
     assert main(["render", "--release", "1.5.0", "--release", "1.5.0", "--out", str(tmp_path)]) == 2
     assert "selected twice" in capsys.readouterr().err
+
+
+def test_out_that_is_a_file_is_a_clear_error(tmp_path, capsys):
+    target = tmp_path / "a-file"
+    target.write_text("mine")
+    assert main(["render", "--release", "1.5.0", "--out", str(target)]) == 2  # click refuses it
+    assert "is a file" in capsys.readouterr().err
+    assert main(["render", "--release", "1.5.0", "--out", str(target / "sub")]) == 2
+    assert "cannot write into" in capsys.readouterr().err
+    assert target.read_text() == "mine"

@@ -11,7 +11,7 @@ from rich.console import Console
 
 from ..errors import ConfigurationError, MatrixError
 from ..paths import DIST_DIR
-from .release import KINDS, ReleaseResult, render_release_to
+from .release import KINDS, ReleaseResult, render_releases_to
 from .support import BuildHost
 
 console = Console()
@@ -43,9 +43,12 @@ def render_command(releases: tuple[str, ...], out: Path, as_json: bool) -> None:
     versions = [r.info.version for r in loaded]
     if len(set(versions)) != len(versions):
         raise ConfigurationError(f"a release was selected twice: {', '.join(versions)}")
-    results: list[ReleaseResult] = []
-    for release in loaded:
-        results.append(render_release_to(release.info, release.cells, out / release.info.version, host))
+    try:
+        results: list[ReleaseResult] = render_releases_to(loaded, out, host)
+    except ValueError as exc:  # the matrix holds something no template can express
+        raise MatrixError([f"cannot render: {exc}"]) from exc
+    except OSError as exc:
+        raise ConfigurationError(f"cannot write into {out}: {exc}") from exc
     total = time.perf_counter() - start
     if as_json:
         click.echo(json.dumps({"releases": [r.as_json() for r in results], "seconds": round(total, 4)}, indent=2))

@@ -63,6 +63,19 @@ class ReleaseResult:
 def render_release_to(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], out_dir: Path, host: BuildHost) -> ReleaseResult:
     start = time.perf_counter()
     files = render_release(release, cells, host)
+    return write_release(release, cells, files, out_dir, start)
+
+
+def render_releases_to(releases: list, out: Path, host: BuildHost) -> list[ReleaseResult]:
+    """Render every release in memory first, then write: a release that cannot render writes nothing."""
+    start = time.perf_counter()
+    rendered = [(r, render_release(r.info, r.cells, host)) for r in releases]
+    return [write_release(r.info, r.cells, files, out / r.info.version, start) for r, files in rendered]
+
+
+def write_release(
+    release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], files: list[RenderedFile], out_dir: Path, start: float
+) -> ReleaseResult:
     report = write_files(out_dir, files)
     kind_of = {f.path: f.kind for f in files}
     return ReleaseResult(
