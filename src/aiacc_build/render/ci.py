@@ -120,6 +120,7 @@ def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> Ren
     content = render(
         "ci/build-wheels.yml.j2",
         release=release,
+        workflow_name=naming.ci_workflow_filename(release).removesuffix(".yml"),
         jobs=jobs,
         tool_python=TOOL_PYTHON,
         common_wheel=naming.common_wheel_filename(release),

@@ -166,7 +166,7 @@ def bake_document(images: list[DockerImage], builders: list[BuilderImage]) -> di
         "local": {"targets": [i.target for i in images if i.local]},
         "builders": {"targets": [b.target for b in builders]},
     }
-    return {"group": groups, "target": targets}
+    return {"group": {name: group for name, group in groups.items() if group["targets"]}, "target": targets}
 
 
 def render_docker(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], host: BuildHost) -> list[RenderedFile]:
