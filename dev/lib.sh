@@ -63,7 +63,7 @@ native_core_ctest() {  # configure + build native/ (CUDA kernels when nvcc is th
   if [ -x /usr/local/cuda/bin/nvcc ]; then
     # CI compiles two architectures; -DPERSEUS_CUDA_ARCHITECTURES=full builds sm_75 .. sm_120
     cuda_args=(-DPERSEUS_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc
-               "-DPERSEUS_CUDA_ARCHITECTURES=${PERSEUS_CUDA_ARCHITECTURES:-75;90}")
+               "-DPERSEUS_CUDA_ARCHITECTURES=${PERSEUS_CUDA_ARCHITECTURES:-75-real;90}")
   fi
   cmake -S "$REPO_ROOT/native" -B "$REPO_ROOT/native/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
   cmake --build "$REPO_ROOT/native/build" -j2

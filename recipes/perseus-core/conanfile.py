@@ -29,10 +29,10 @@ class PerseusCoreConan(ConanFile):
     settings = "os", "arch", "compiler", "build_type"
     options = {
         "cuda": ["none", "ANY"],            # CUDA toolkit version, e.g. "13.0"
-        "cuda_architectures": ["ANY"],      # "75;90", "full" (75..120) or a CMake list
+        "cuda_architectures": ["ANY"],      # "75-real;90", "full" (75..120) or a CMake list
         "fPIC": [True],
     }
-    default_options = {"cuda": "none", "cuda_architectures": "75;90", "fPIC": True}
+    default_options = {"cuda": "none", "cuda_architectures": "75-real;90", "fPIC": True}
 
     def set_version(self):
         self.version = self.version or os.environ.get("PERSEUS_RELEASE", "1.5.0")
