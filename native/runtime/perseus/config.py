@@ -202,7 +202,7 @@ VARIABLES: Tuple[VariableSpec, ...] = (
 VARIABLE_NAMES: FrozenSet[str] = frozenset(spec.name for spec in VARIABLES)
 
 
-def _validate_combination(values: Dict[str, Any], explicit: Set[str]) -> None:
+def _validate_combination(values: Dict[str, Any]) -> None:
     if values.get("mode") == AllreduceMode.FLAT and values.get("dtype") == WireDtype.MIXED:
         raise ConfigError(
             "PERSEUS_ALLREDUCE_MODE=0 (one-level allreduce) cannot be combined with PERSEUS_ALLREDUCE_DTYPE=2, "
@@ -225,7 +225,7 @@ def load(environ: Optional[Mapping[str, str]] = None) -> PerseusConfig:
         except ValueError as allowed:
             raise ConfigError("{}={!r} is not allowed: expected {}".format(spec.name, raw, allowed)) from None
         explicit.add(spec.name)
-    _validate_combination(values, explicit)
+    _validate_combination(values)
     return PerseusConfig(explicit=frozenset(explicit), **values)
 
 

@@ -23,6 +23,8 @@ import torch.distributed as dist
 from perseus import config as perseus_config
 from perseus import launch
 
+_c10d = torch._C._distributed_c10d  # AllgatherOptions is not re-exported by torch.distributed
+
 
 class PerseusWorldError(RuntimeError):
     """The perseus process groups cannot be built (the message names the setting to change)."""
@@ -202,7 +204,7 @@ class Group:
         return self.for_tensor(tensor).broadcast([tensor], opts)
 
     def allgather(self, outputs: List[torch.Tensor], tensor: torch.Tensor) -> object:
-        return self.for_tensor(tensor).allgather([outputs], [tensor], dist.AllgatherOptions())
+        return self.for_tensor(tensor).allgather([outputs], [tensor], _c10d.AllgatherOptions())
 
     def barrier(self) -> None:
         flag = torch.zeros(1)
