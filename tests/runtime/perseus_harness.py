@@ -75,6 +75,10 @@ def launch(script: str, nprocs: int, args: Sequence[str] = (), env: Optional[Dic
                 out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
+                for other in procs:  # stacks first (workers dump them on SIGUSR1), then kill
+                    if other.poll() is None:
+                        os.kill(other.pid, signal.SIGUSR1)
+                time.sleep(1.0)
                 for other in procs:
                     if other.poll() is None:
                         os.killpg(other.pid, signal.SIGKILL)

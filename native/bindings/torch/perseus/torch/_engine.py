@@ -21,6 +21,7 @@ Per group and step:
 
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -172,6 +173,7 @@ class Engine:
             for m in group.members:
                 self.group_of[m] = group.index
         self.collectives = 0  # collectives issued by this rank so far (all levels)
+        self.last_finished_at: Optional[float] = None  # when the last step's reduction finished
         self._lock = threading.Lock()
         self._steps_started = 0
         self._comm_steps = 0
@@ -280,10 +282,15 @@ class Engine:
             finished = step.remaining == 0
             if finished and step.communicate:
                 self._comm_steps += 1
+        if finished:  # before the callbacks: they release whoever starts the next step
+            self.last_finished_at = time.perf_counter()
+            step.finished.set()
         for callback in callbacks:
             callback(error)
-        if finished:
-            step.finished.set()
+
+    def local_seconds(self) -> Optional[float]:
+        """Time since the previous step's reduction finished (this rank's own work since then)."""
+        return None if self.last_finished_at is None else time.perf_counter() - self.last_finished_at
 
     @property
     def comm_steps(self) -> int:
