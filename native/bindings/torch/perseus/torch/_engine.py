@@ -189,8 +189,11 @@ class Engine:
     def begin_step(self, force_communicate: bool = False) -> _Step:
         """Start a step; the previous one must be finished."""
         with self._lock:
-            if self._step is not None and not self._step.finished.is_set():
-                raise RuntimeError("perseus: a new gradient step began before the previous one finished")
+            current = self._step
+            if current is not None and not current.finished.is_set():
+                if current.tensors:
+                    raise RuntimeError("perseus: a new gradient step began before the previous one finished")
+                self._steps_started -= 1  # nothing was reported yet: this step replaces it
             n = self.cfg.accumulate_n_steps
             communicate = force_communicate or (self._steps_started % n) == n - 1
             self._steps_started += 1
