@@ -134,6 +134,23 @@ def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -
     return groups
 
 
+def adjacent_view(tensors: Sequence[torch.Tensor]) -> Optional[torch.Tensor]:
+    """A 1-D view over `tensors` when they lie back to back in one storage (in this order), else None."""
+    first = tensors[0]
+    storage = first.untyped_storage() if hasattr(first, "untyped_storage") else first.storage()
+    expected = first.data_ptr()
+    total = 0
+    for t in tensors:
+        if not t.is_contiguous() or t.dtype != first.dtype or t.device != first.device or t.data_ptr() != expected:
+            return None
+        expected += t.numel() * t.element_size()
+        total += t.numel()
+    end = (first.storage_offset() + total) * first.element_size()
+    if end > storage.nbytes():
+        return None
+    return first.new_empty(0).set_(storage, first.storage_offset(), (total,), (1,))
+
+
 GroupCallback = Callable[[Optional[BaseException]], None]
 
 
@@ -366,8 +383,11 @@ class _StreamWorker:
     def _run(self, group: FusionGroup, step: _Step) -> None:
         engine, cfg = self.engine, self.engine.cfg
         tensors = [step.tensors[m] for m in group.members]
-        flat = group.buffer("flat", group.numel, group.dtype)
-        _kernels.pack(tensors, flat)
+        flat = adjacent_view(tensors)  # DDP's bucket views usually are: no copy at all then
+        aliased = flat is not None
+        if flat is None:
+            flat = group.buffer("flat", group.numel, group.dtype)
+            _kernels.pack(tensors, flat)
         if cfg.accumulate_n_steps > 1:
             accumulated = group.buffer("accumulated", group.numel, group.dtype)
             if step.number % cfg.accumulate_n_steps == 0:
@@ -397,7 +417,8 @@ class _StreamWorker:
                 "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now {:g}) or find the layer that produces it".format(
                     engine.label, nonfinite, "parameter" if len(names) == 1 else "parameters", ", ".join(names),
                     engine.policy.scale))
-        _kernels.unpack(flat, tensors)
+        if not aliased:
+            _kernels.unpack(flat, tensors)
 
     def _reduce(self, group: FusionGroup, payload: torch.Tensor) -> int:
         """Average `payload` over all ranks in place per the wire policy; returns its non-finite count."""
