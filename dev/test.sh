@@ -4,5 +4,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
+stage native-core native_core_ctest
+stage torch-binding torch_binding
 stage pytest "$VENV/bin/python" -m pytest "$@"
 stage_summary
