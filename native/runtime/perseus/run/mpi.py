@@ -12,10 +12,16 @@ from .hosts import HostSlots
 
 # Run by mpirun in front of the command: gives each rank the torchrun variables too (RANK, LOCAL_RANK,
 # LOCAL_WORLD_SIZE, GROUP_RANK/NODE_RANK), so env:// scripts run unchanged under --mpi. The node index
-# counts the hosts whose first rank (FIRSTS, from the plan's by-slot placement) is <= this rank.
+# counts the hosts whose first rank (FIRSTS, from the plan's by-slot placement) is <= this rank. The
+# command runs in its own process group: Open MPI's SIGTERM is passed on to all of it, and whatever the
+# rank leaves behind when it exits (its own children) is killed, as in Gloo mode.
 RANK_SHIM = ('export RANK="$OMPI_COMM_WORLD_RANK" LOCAL_RANK="$OMPI_COMM_WORLD_LOCAL_RANK" '
              'LOCAL_WORLD_SIZE="$OMPI_COMM_WORLD_LOCAL_SIZE"; n=-1; for f in FIRSTS; do '
-             '[ "$OMPI_COMM_WORLD_RANK" -ge "$f" ] && n=$((n+1)); done; export GROUP_RANK="$n" NODE_RANK="$n"; exec "$@"')
+             '[ "$OMPI_COMM_WORLD_RANK" -ge "$f" ] && n=$((n+1)); done; export GROUP_RANK="$n" NODE_RANK="$n"; '
+             'if command -v setsid >/dev/null 2>&1; then setsid "$@" & else "$@" & fi; c=$!; '
+             'trap \'kill -TERM -"$c" 2>/dev/null || kill -TERM "$c" 2>/dev/null\' TERM INT HUP; '
+             'while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done; '
+             'kill -KILL -"$c" 2>/dev/null; exit "$s"')
 
 
 def mpirun_argv(hosts: Sequence[HostSlots], first_ranks: Sequence[int], np: int, env: Dict[str, str], forwarded_names: Sequence[str],

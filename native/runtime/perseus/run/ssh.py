@@ -6,7 +6,9 @@ from typing import Dict, List, Optional
 
 # Runs on the remote host as `sh -c WATCHDOG perseus-rank CMD...`: starts the rank in its own session
 # (setsid), and when ssh's stdin reaches EOF (perseusrun closed it, or the connection died) sends the
-# rank's process group SIGTERM, then SIGKILL after GRACE seconds. Exits with the rank's status.
+# rank's process group SIGTERM, then SIGKILL after GRACE seconds. When the rank exits, whatever it left
+# in its group is killed too: a leftover child would hold the session's output open and ssh would never
+# return. Exits with the rank's status.
 WATCHDOG = (
     'exec 3<&0; '
     'if command -v setsid >/dev/null 2>&1; then setsid "$@" </dev/null 3<&- & else "$@" </dev/null 3<&- & fi; '
@@ -14,7 +16,7 @@ WATCHDOG = (
     '( read -r _ <&3; kill -TERM -"$c" 2>/dev/null || kill -TERM "$c" 2>/dev/null; i=0; '
     'while [ "$i" -lt {ticks} ] && kill -0 -"$c" 2>/dev/null; do sleep 0.2; i=$((i+1)); done; '
     'kill -KILL -"$c" 2>/dev/null || kill -KILL "$c" 2>/dev/null ) 2>/dev/null & '
-    'w=$!; exec 3<&-; wait "$c"; s=$?; kill "$w" 2>/dev/null; exit "$s"'
+    'w=$!; exec 3<&-; wait "$c"; s=$?; kill -KILL -"$c" 2>/dev/null; kill "$w" 2>/dev/null; exit "$s"'
 )
 
 
