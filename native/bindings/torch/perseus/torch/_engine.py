@@ -1,0 +1,444 @@
+"""The gradient engine shared by the DDP hook and hvd.DistributedOptimizer.
+
+One fusion plan per model: the native planner (PERSEUS_ALLREDUCE_FUSION) splits the model's
+gradients, in the order backward produces them, into fusion groups; each group is ONE collective per
+step. A group is launched when all its gradients are ready and every earlier group was launched, so
+every rank issues the same collectives in the same order. Groups are spread round-robin over
+PERSEUS_ALLREDUCE_STREAMS streams; a stream is a worker thread with its own process groups, which
+runs a group's whole pipeline (pack, compress, collective(s), decompress, unpack) while backward
+goes on.
+
+Per group and step:
+  pack the gradients into one fp32 buffer
+  accumulate locally on all but every PERSEUS_ACCUMULATE_N_STEPS-th step (no collective)
+  gossip-downsample to 1 element in PERSEUS_DOWNSAMPLE_N_ELEMENTS (residual with PERSEUS_GRADIENT_MOMENTUM)
+  reduce on the wire policy: fp16 (scaled by PERSEUS_ALLREDUCE_GRADIENT_SCALE) or fp32, one level or
+    two (reduce inside the node, allreduce among node leaders, broadcast inside the node)
+  decompress = unscale and average; PERSEUS_ALLREDUCE_NANCHECK turns a non-finite result into an error
+    naming the parameters
+  unpack into the gradients
+"""
+
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+import torch
+
+from perseus import config as perseus_config
+from perseus.torch import _kernels
+from perseus.torch._world import PerseusWorld, StreamGroups
+
+
+class NonFiniteGradientError(RuntimeError):
+    """PERSEUS_ALLREDUCE_NANCHECK=1 found inf/NaN in the reduced gradients (the message names the parameters)."""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One gradient the engine reduces."""
+
+    name: str
+    numel: int
+    dtype: torch.dtype
+    device: torch.device
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * torch.empty((), dtype=self.dtype).element_size()
+
+
+@dataclass(frozen=True)
+class WirePolicy:
+    """What crosses the network: fp16 or the gradient's dtype, on one level or two."""
+
+    hierarchical: bool
+    intra_fp16: bool  # inside a node (and on the single level of a one-node job)
+    inter_fp16: bool  # between nodes (and on the single level of a one-rank-per-node job)
+    scale: float
+
+    @property
+    def flat_fp16(self) -> bool:
+        return self.intra_fp16 and self.inter_fp16
+
+    def describe(self) -> str:
+        def dt(fp16: bool) -> str:
+            return "fp16" if fp16 else "fp32"
+        if self.hierarchical:
+            return "two levels: {} inside nodes, {} between nodes".format(dt(self.intra_fp16), dt(self.inter_fp16))
+        return "one level: {}".format(dt(self.intra_fp16 and self.inter_fp16))
+
+
+def wire_policy(cfg: perseus_config.PerseusConfig, num_nodes: int, local_size: int,
+                force_fp16: bool = False) -> WirePolicy:
+    """The wire policy of PERSEUS_ALLREDUCE_DTYPE / _MODE for this job's shape.
+
+    force_fp16 (hvd.DistributedOptimizer(compression=hvd.Compression.fp16)) puts fp16 on every level."""
+    hierarchical = cfg.hierarchical(num_nodes, local_size)
+    intra = cfg.compresses_inside_node() or force_fp16
+    inter = cfg.compresses_between_nodes() or force_fp16
+    if not hierarchical and intra != inter:
+        # one level: it is all inside one node, or all between nodes (one rank per node)
+        intra = inter = (intra if num_nodes <= 1 else inter)
+    if not (intra or inter):
+        perseus_config.warn_not_honoured(
+            "PERSEUS_ALLREDUCE_GRADIENT_SCALE",
+            "the gradient scale applies to fp16 compression only, and PERSEUS_ALLREDUCE_DTYPE=1 sends the gradients "
+            "uncompressed", cfg)
+    return WirePolicy(hierarchical, intra, inter, cfg.gradient_scale)
+
+
+@dataclass
+class FusionGroup:
+    index: int
+    members: List[int]
+    offsets: List[int]
+    numel: int
+    dtype: torch.dtype
+    device: torch.device
+    stream: int
+    flat: Optional[torch.Tensor] = None
+    half: Optional[torch.Tensor] = None
+    accumulated: Optional[torch.Tensor] = None
+    residual: Optional[torch.Tensor] = None
+    sent: Optional[torch.Tensor] = None
+
+    def buffer(self, attr: str, numel: int, dtype: torch.dtype) -> torch.Tensor:
+        current = getattr(self, attr)
+        if current is None or current.numel() != numel or current.dtype != dtype:
+            current = torch.empty(numel, dtype=dtype, device=self.device)
+            setattr(self, attr, current)
+        return current
+
+
+def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -> List[FusionGroup]:
+    """Fusion groups of `entries` (in their order): the native plan, separately for each dtype and device."""
+    classes: Dict[Any, List[int]] = {}
+    for i, e in enumerate(entries):
+        classes.setdefault((e.dtype, str(e.device)), []).append(i)
+    raw: List[List[int]] = []
+    for indices in classes.values():
+        plan = _kernels.plan_buckets([entries[i].nbytes for i in indices], fusion)
+        raw.extend([[indices[j] for j in bucket] for bucket in plan])
+    raw.sort(key=lambda members: members[0])  # launch order: the order gradients become ready
+    groups = []
+    for g, members in enumerate(raw):
+        offsets, total = [], 0
+        for m in members:
+            offsets.append(total)
+            total += entries[m].numel
+        first = entries[members[0]]
+        groups.append(FusionGroup(g, members, offsets, total, first.dtype, first.device, g % max(1, streams)))
+    return groups
+
+
+GroupCallback = Callable[[Optional[BaseException]], None]
+
+
+class _Step:
+    """What one step (one backward pass, or one optimizer step) has gathered so far."""
+
+    def __init__(self, number: int, communicate: bool, groups: int) -> None:
+        self.number = number
+        self.communicate = communicate
+        self.tensors: Dict[int, torch.Tensor] = {}
+        self.events: Dict[int, Any] = {}
+        self.arrived = [0] * groups
+        self.next_launch = 0
+        self.done = [False] * groups
+        self.errors: List[BaseException] = []
+        self.callbacks: Dict[int, List[GroupCallback]] = {}
+        self.finished = threading.Event()
+        self.remaining = groups
+        if groups == 0:
+            self.finished.set()
+
+
+class Engine:
+    """Reduces the gradients of `entries` once per step, as described in the module docstring."""
+
+    def __init__(self, entries: Sequence[Entry], world: PerseusWorld, cfg: perseus_config.PerseusConfig,
+                 policy: WirePolicy, average: bool = True, label: str = "model") -> None:
+        self.entries = list(entries)
+        self.world = world
+        self.cfg = cfg
+        self.policy = policy
+        self.average = average
+        self.label = label
+        self.groups = plan_groups(self.entries, cfg.fusion, len(world.streams))
+        self.group_of: List[int] = [0] * len(self.entries)
+        for group in self.groups:
+            for m in group.members:
+                self.group_of[m] = group.index
+        self.collectives = 0  # collectives issued by this rank so far (all levels)
+        self._lock = threading.Lock()
+        self._steps_started = 0
+        self._comm_steps = 0
+        self._step: Optional[_Step] = None
+        self._workers = [_StreamWorker(self, s, groups) for s, groups in enumerate(world.streams)]
+        if cfg.downsample_n_elements == 1 and cfg.is_set("PERSEUS_GRADIENT_MOMENTUM"):
+            perseus_config.warn_not_honoured(
+                "PERSEUS_GRADIENT_MOMENTUM",
+                "the momentum applies to the residual of gossip downsampling, which PERSEUS_DOWNSAMPLE_N_ELEMENTS=1 "
+                "turns off", cfg)
+
+    # ---- step protocol -------------------------------------------------------------------------
+    def begin_step(self, force_communicate: bool = False) -> _Step:
+        """Start a step; the previous one must be finished."""
+        with self._lock:
+            if self._step is not None and not self._step.finished.is_set():
+                raise RuntimeError("perseus: a new gradient step began before the previous one finished")
+            n = self.cfg.accumulate_n_steps
+            communicate = force_communicate or (self._steps_started % n) == n - 1
+            self._steps_started += 1
+            self._step = _Step(self._steps_started - 1, communicate, len(self.groups))
+            return self._step
+
+    @property
+    def step(self) -> _Step:
+        if self._step is None:
+            return self.begin_step()
+        return self._step
+
+    @property
+    def next_step_communicates(self) -> bool:
+        n = self.cfg.accumulate_n_steps
+        return (self._steps_started % n) == n - 1
+
+    def on_groups_done(self, groups: Sequence[int], callback: GroupCallback) -> None:
+        """Call `callback(error or None)` once all `groups` of the current step are done."""
+        step = self.step
+        pending = {"left": len(set(groups)), "error": None}
+        lock = threading.Lock()
+
+        def one_done(error: Optional[BaseException]) -> None:
+            with lock:
+                if error is not None and pending["error"] is None:
+                    pending["error"] = error
+                pending["left"] -= 1
+                last = pending["left"] == 0
+            if last:
+                callback(pending["error"])
+
+        if not groups:
+            callback(None)
+            return
+        with self._lock:
+            already = []
+            for g in set(groups):
+                if step.done[g]:
+                    already.append(g)
+                else:
+                    step.callbacks.setdefault(g, []).append(one_done)
+        for _ in already:
+            one_done(step.errors[0] if step.errors else None)
+
+    def ready(self, index: int, tensor: torch.Tensor) -> None:
+        """Gradient `index` of this step is final in `tensor` (the result is written back into it)."""
+        step = self.step
+        launch = []
+        with self._lock:
+            if index in step.tensors:
+                raise RuntimeError("perseus: gradient '{}' was reported twice in one step".format(self.entries[index].name))
+            step.tensors[index] = tensor
+            if tensor.is_cuda:
+                event = torch.cuda.Event()
+                event.record()
+                step.events[index] = event
+            g = self.group_of[index]
+            step.arrived[g] += 1
+            while step.next_launch < len(self.groups) and \
+                    step.arrived[step.next_launch] == len(self.groups[step.next_launch].members):
+                launch.append(self.groups[step.next_launch])
+                step.next_launch += 1
+        for group in launch:
+            self._workers[group.stream].submit(group, step)
+
+    def flush(self, zeros_for_missing: bool = True) -> None:
+        """Report every gradient not reported this step (as zeros), so that all groups launch."""
+        step = self.step
+        for i, e in enumerate(self.entries):
+            if i not in step.tensors:
+                self.ready(i, torch.zeros(e.numel, dtype=e.dtype, device=e.device))
+
+    def wait(self) -> None:
+        """Block until every group of the current step finished; raise its first error."""
+        step = self.step
+        step.finished.wait()
+        if step.errors:
+            raise step.errors[0]
+
+    # ---- called by the stream workers ----------------------------------------------------------
+    def _group_done(self, group: FusionGroup, step: _Step, error: Optional[BaseException]) -> None:
+        with self._lock:
+            step.done[group.index] = True
+            if error is not None:
+                step.errors.append(error)
+            callbacks = step.callbacks.pop(group.index, [])
+            step.remaining -= 1
+            finished = step.remaining == 0
+            if finished and step.communicate:
+                self._comm_steps += 1
+        for callback in callbacks:
+            callback(error)
+        if finished:
+            step.finished.set()
+
+    @property
+    def comm_steps(self) -> int:
+        return self._comm_steps
+
+    def nonfinite_names(self, group: FusionGroup, flat: torch.Tensor) -> List[str]:
+        names = []
+        for m, offset in zip(group.members, group.offsets):
+            piece = flat[offset: offset + self.entries[m].numel]
+            if not bool(torch.isfinite(piece).all()):
+                names.append(self.entries[m].name)
+        return names
+
+    def shutdown(self) -> None:
+        for worker in self._workers:
+            worker.stop()
+
+
+class _StreamWorker:
+    """One communication stream: a thread that runs groups' pipelines in submission order."""
+
+    def __init__(self, engine: Engine, index: int, groups: StreamGroups) -> None:
+        self.engine = engine
+        self.index = index
+        self.groups = groups
+        self.queue: "queue.Queue[Any]" = queue.Queue()
+        self.thread: Optional[threading.Thread] = None
+        self.cuda_stream: Optional[Any] = None
+
+    def submit(self, group: FusionGroup, step: _Step) -> None:
+        if self.thread is None:
+            self.thread = threading.Thread(target=self._loop, name="perseus-stream-{}".format(self.index), daemon=True)
+            self.thread.start()
+        self.queue.put((group, step))
+
+    def stop(self) -> None:
+        if self.thread is not None:
+            self.queue.put(None)
+            self.thread.join(timeout=10)
+            self.thread = None
+
+    def _loop(self) -> None:
+        while True:
+            item = self.queue.get()
+            if item is None:
+                return
+            group, step = item
+            error: Optional[BaseException] = None
+            try:
+                if group.device.type == "cuda":
+                    self._run_cuda(group, step)
+                else:
+                    self._run(group, step)
+            except BaseException as caught:  # handed to whoever waits for the step
+                error = caught
+            self.engine._group_done(group, step, error)
+
+    def _run_cuda(self, group: FusionGroup, step: _Step) -> None:
+        if self.cuda_stream is None:
+            self.cuda_stream = torch.cuda.Stream(device=group.device)
+        with torch.cuda.device(group.device), torch.cuda.stream(self.cuda_stream):
+            for m in group.members:
+                event = step.events.get(m)
+                if event is not None:
+                    self.cuda_stream.wait_event(event)
+            self._run(group, step)
+            self.cuda_stream.synchronize()
+
+    # ---- the pipeline ----------------------------------------------------------------------------
+    def _run(self, group: FusionGroup, step: _Step) -> None:
+        engine, cfg = self.engine, self.engine.cfg
+        tensors = [step.tensors[m] for m in group.members]
+        flat = group.buffer("flat", group.numel, group.dtype)
+        _kernels.pack(tensors, flat)
+        if cfg.accumulate_n_steps > 1:
+            accumulated = group.buffer("accumulated", group.numel, group.dtype)
+            if step.number % cfg.accumulate_n_steps == 0:
+                accumulated.zero_()
+            if not step.communicate:
+                accumulated.add_(flat)
+                return  # local step: the gradients stay as they are, nothing crosses the network
+            flat.add_(accumulated)
+        n = cfg.downsample_n_elements
+        payload = flat
+        comm_step = engine.comm_steps  # the same for every group of this step: it grows when a step ends
+        if n > 1:
+            count = _kernels.downsample_count(group.numel, n, comm_step)
+            residual = group.residual
+            if residual is None:
+                residual = group.buffer("residual", group.numel, group.dtype).zero_()
+            payload = group.buffer("sent", count, group.dtype)
+            _kernels.downsample_gather_momentum(flat, residual, payload, n, comm_step, cfg.gradient_momentum)
+        nonfinite = self._reduce(group, payload)
+        if n > 1:
+            _kernels.downsample_scatter(payload, flat, n, comm_step, zero_unsent=True)
+        if cfg.nancheck and nonfinite:
+            names = engine.nonfinite_names(group, flat)
+            raise NonFiniteGradientError(
+                "PERSEUS_ALLREDUCE_NANCHECK: the reduced gradient of {} is not finite (inf or NaN) in {} element(s) of "
+                "{}: {}. A loss that grows too large can overflow fp16 after the gradient scale: lower "
+                "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now {:g}) or find the layer that produces it".format(
+                    engine.label, nonfinite, "parameter" if len(names) == 1 else "parameters", ", ".join(names),
+                    engine.policy.scale))
+        _kernels.unpack(flat, tensors)
+
+    def _reduce(self, group: FusionGroup, payload: torch.Tensor) -> int:
+        """Average `payload` over all ranks in place per the wire policy; returns its non-finite count."""
+        engine = self.engine
+        policy = engine.policy
+        world_size = engine.world.size if engine.average else 1
+        compressible = payload.dtype == torch.float32
+        topology = engine.world.topology
+        if not policy.hierarchical:
+            fp16 = compressible and policy.flat_fp16
+            if fp16:
+                half = group.buffer("half", payload.numel(), torch.float16)
+                _kernels.compress(payload, half, policy.scale)
+                self._wait(self.groups.everyone.allreduce(half))
+                return _kernels.decompress(half, payload, policy.scale, world_size)
+            self._wait(self.groups.everyone.allreduce(payload))
+            return self._finish_plain(payload, world_size)
+        node, leaders = self.groups.node, self.groups.leaders
+        assert node is not None
+        leader = topology.node_members(topology.node)[0]
+        if compressible and policy.intra_fp16:
+            half = group.buffer("half", payload.numel(), torch.float16)
+            _kernels.compress(payload, half, policy.scale)
+            self._wait(node.reduce(half, leader))
+            if leaders is not None:
+                self._wait(leaders.allreduce(half))
+            self._wait(node.broadcast(half, leader))
+            return _kernels.decompress(half, payload, policy.scale, world_size)
+        self._wait(node.reduce(payload, leader))
+        nonfinite = 0
+        if leaders is not None:
+            if compressible and policy.inter_fp16:
+                half = group.buffer("half", payload.numel(), torch.float16)
+                _kernels.compress(payload, half, policy.scale)
+                self._wait(leaders.allreduce(half))
+                nonfinite = _kernels.decompress(half, payload, policy.scale, world_size)
+            else:
+                self._wait(leaders.allreduce(payload))
+                nonfinite = self._finish_plain(payload, world_size)
+        self._wait(node.broadcast(payload, leader))
+        if leaders is None and engine.cfg.nancheck:
+            nonfinite = int((~torch.isfinite(payload)).sum())
+        return nonfinite
+
+    def _finish_plain(self, payload: torch.Tensor, world_size: int) -> int:
+        if world_size > 1:
+            payload.div_(world_size)
+        if self.engine.cfg.nancheck and payload.is_floating_point():
+            return int((~torch.isfinite(payload)).sum())
+        return 0
+
+    def _wait(self, work: Any) -> None:
+        self.engine.collectives += 1
+        work.wait()

@@ -1,0 +1,377 @@
+"""The process groups perseus communicates on, built from its own rendezvous.
+
+Perseus does not reuse the user's process groups for gradients: it opens a rendezvous store on
+MASTER_ADDR:PERSEUS_MASTER_PORT (the seed's "second rendezvous beside torch's, same address, another
+port") and builds, per communication stream, a group of all ranks plus the two-level groups (one per
+node, one of the node leaders). The transport is always a torch.distributed backend of the same kind
+as the default group's (Gloo, NCCL, or a registered plugin); perseus never moves bytes itself.
+
+Node split: the launch environment (perseus.launch.detect()) says which node each rank is on; when
+no launcher is detected, ranks with the same host name share a node.
+"""
+
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import torch
+import torch.distributed as dist
+
+from perseus import config as perseus_config
+from perseus import launch
+
+_c10d = torch._C._distributed_c10d  # AllgatherOptions is not re-exported by torch.distributed
+
+
+class PerseusWorldError(RuntimeError):
+    """The perseus process groups cannot be built (the message names the setting to change)."""
+
+
+@dataclass(frozen=True)
+class Topology:
+    """Which node every rank of the job is on."""
+
+    rank: int
+    node_of: Tuple[int, ...]  # node index of each rank, nodes numbered by their lowest rank
+
+    @property
+    def size(self) -> int:
+        return len(self.node_of)
+
+    @property
+    def num_nodes(self) -> int:
+        return len(set(self.node_of))
+
+    @property
+    def node(self) -> int:
+        return self.node_of[self.rank]
+
+    def node_members(self, node: int) -> List[int]:
+        return [r for r, n in enumerate(self.node_of) if n == node]
+
+    @property
+    def local_rank(self) -> int:
+        return self.node_members(self.node).index(self.rank)
+
+    @property
+    def local_size(self) -> int:
+        return len(self.node_members(self.node))
+
+    @property
+    def leaders(self) -> List[int]:
+        return [self.node_members(n)[0] for n in range(self.num_nodes)]
+
+    @property
+    def is_leader(self) -> bool:
+        return self.rank in self.leaders
+
+    @property
+    def uniform(self) -> bool:
+        return len({len(self.node_members(n)) for n in range(self.num_nodes)}) == 1
+
+
+def number_nodes(keys: Sequence[str]) -> Tuple[int, ...]:
+    """Node index per rank from each rank's node key, nodes numbered in order of their lowest rank."""
+    order: Dict[str, int] = {}
+    for key in keys:
+        order.setdefault(key, len(order))
+    return tuple(order[key] for key in keys)
+
+
+def node_key(env: launch.LaunchEnv, world_size: int) -> str:
+    if env.launcher != "single" and env.size == world_size:
+        return "node-{}".format(env.node_rank)
+    return "host-{}".format(socket.gethostname())
+
+
+BackendFactory = Callable[[dist.Store, int, int], object]
+
+
+def _gloo_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta) -> BackendFactory:
+    interfaces = perseus_config.network_interfaces()
+    pinned = cfg.gloo_network_interface if cfg.gloo_network_interface in interfaces else None
+
+    def create(store: dist.Store, rank: int, size: int) -> object:
+        options = dist.ProcessGroupGloo._Options()
+        options._timeout = timeout
+        if pinned is not None:
+            options._devices = [dist.ProcessGroupGloo.create_device(interface=pinned)]
+        else:  # the default interface is absent here: Gloo resolves this host's name, as torch does
+            options._devices = [dist.ProcessGroupGloo.create_default_device()]
+        return dist.ProcessGroupGloo(store, rank, size, options)
+
+    return create
+
+
+def _nccl_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta) -> BackendFactory:
+    if cfg.nccl_network_interface in perseus_config.network_interfaces():
+        os.environ.setdefault("NCCL_SOCKET_IFNAME", cfg.nccl_network_interface)
+
+    def create(store: dist.Store, rank: int, size: int) -> object:
+        options = dist.ProcessGroupNCCL.Options()
+        options._timeout = timeout
+        return dist.ProcessGroupNCCL(store, rank, size, options)
+
+    return create
+
+
+def _plugin_factory(name: str, timeout: timedelta) -> BackendFactory:
+    plugin = dist.Backend._plugins[name.upper()]
+    if plugin.extended_api:
+        raise PerseusWorldError(
+            "perseus cannot build groups of the backend plugin {!r}: it is registered with extended_api=True; "
+            "register it with the (store, rank, size, timeout) creator".format(name)
+        )
+
+    def create(store: dist.Store, rank: int, size: int) -> object:
+        return plugin.creator_fn(store, rank, size, timeout)
+
+    return create
+
+
+def device_backends(backend_string: str) -> Dict[str, str]:
+    """'gloo' -> {'cpu': 'gloo'}; 'cpu:gloo,cuda:nccl' -> both; a plugin serves cpu (and cuda)."""
+    backend_string = str(backend_string)
+    if ":" in backend_string:
+        pairs = [item.split(":", 1) for item in backend_string.split(",")]
+        return {device.strip(): name.strip() for device, name in pairs}
+    if backend_string == "nccl":
+        return {"cuda": "nccl"}
+    if backend_string == "gloo":
+        return {"cpu": "gloo", "cuda": "gloo"}
+    return {"cpu": backend_string, "cuda": backend_string}
+
+
+class Group:
+    """Some ranks of the perseus world; one torch.distributed backend per device type, built on first use.
+
+    Every member uses a group in the same order of operations, so the lazy construction (itself a
+    rendezvous of the members) happens at the same point on all of them.
+    """
+
+    def __init__(self, name: str, members: Sequence[int], rank: int, store: dist.Store,
+                 factories: Dict[str, BackendFactory]) -> None:
+        self.name = name
+        self.members = list(members)
+        self.group_rank = self.members.index(rank)
+        self._store = store
+        self._factories = factories
+        self._backends: Dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def size(self) -> int:
+        return len(self.members)
+
+    def backend(self, device_type: str) -> object:
+        with self._lock:
+            found = self._backends.get(device_type)
+            if found is None:
+                factory = self._factories.get(device_type)
+                if factory is None:
+                    raise PerseusWorldError(
+                        "no {} backend in this job's process group (backends: {}); initialise torch.distributed "
+                        "with one that serves {} tensors".format(device_type, sorted(self._factories), device_type)
+                    )
+                store = dist.PrefixStore("{}/{}".format(self.name, device_type), self._store)
+                found = factory(store, self.group_rank, self.size)
+                self._backends[device_type] = found
+            return found
+
+    def for_tensor(self, tensor: torch.Tensor) -> object:
+        return self.backend(tensor.device.type)
+
+    # Collectives: each returns the backend's Work; the caller waits.
+    def allreduce(self, tensor: torch.Tensor, op: dist.ReduceOp = dist.ReduceOp.SUM) -> object:
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = op
+        return self.for_tensor(tensor).allreduce([tensor], opts)
+
+    def reduce(self, tensor: torch.Tensor, root: int, op: dist.ReduceOp = dist.ReduceOp.SUM) -> object:
+        opts = dist.ReduceOptions()
+        opts.reduceOp = op
+        opts.rootRank = self.members.index(root)
+        opts.rootTensor = 0
+        return self.for_tensor(tensor).reduce([tensor], opts)
+
+    def broadcast(self, tensor: torch.Tensor, root: int) -> object:
+        opts = dist.BroadcastOptions()
+        opts.rootRank = self.members.index(root)
+        opts.rootTensor = 0
+        return self.for_tensor(tensor).broadcast([tensor], opts)
+
+    def allgather(self, outputs: List[torch.Tensor], tensor: torch.Tensor) -> object:
+        return self.for_tensor(tensor).allgather([outputs], [tensor], _c10d.AllgatherOptions())
+
+    def barrier(self) -> None:
+        flag = torch.zeros(1)
+        self.allreduce(flag).wait()
+
+
+@dataclass
+class StreamGroups:
+    """The groups one communication stream uses: all ranks, its node, and (on leaders) the leaders."""
+
+    everyone: Group
+    node: Optional[Group]
+    leaders: Optional[Group]
+
+
+class PerseusWorld:
+    """Process groups of one job: a control group (metadata, Horovod API ops) and per-stream groups."""
+
+    def __init__(self, topology: Topology, store: dist.Store, factories: Dict[str, BackendFactory],
+                 streams: int, generation: int) -> None:
+        self.topology = topology
+        self.store = store
+        self.generation = generation
+        everyone = list(range(topology.size))
+        prefix = "perseus/gen{}".format(generation)
+        self.control = Group(prefix + "/control", everyone, topology.rank, store, factories)
+        self.streams: List[StreamGroups] = []
+        node_members = topology.node_members(topology.node)
+        for s in range(streams):
+            base = "{}/stream{}".format(prefix, s)
+            node = Group("{}/node{}".format(base, topology.node), node_members, topology.rank, store, factories)
+            leaders = (Group(base + "/leaders", topology.leaders, topology.rank, store, factories)
+                       if topology.is_leader else None)
+            self.streams.append(StreamGroups(Group(base + "/all", everyone, topology.rank, store, factories),
+                                             node, leaders))
+
+    @property
+    def rank(self) -> int:
+        return self.topology.rank
+
+    @property
+    def size(self) -> int:
+        return self.topology.size
+
+
+_lock = threading.Lock()
+_store: Optional[dist.Store] = None
+_store_key: Optional[Tuple[str, int]] = None
+_world: Optional[PerseusWorld] = None
+_world_owner: Optional[object] = None  # the default process group the world was built for
+_generation = 0
+
+
+def _timeout(cfg: perseus_config.PerseusConfig) -> timedelta:
+    return timedelta(seconds=cfg.gloo_timeout_seconds)
+
+
+def master_address(env: launch.LaunchEnv) -> Optional[str]:
+    return env.master_addr or os.environ.get("MASTER_ADDR") or None
+
+
+def check_ports(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv) -> None:
+    torch_port = env.master_port
+    if torch_port is None and os.environ.get("MASTER_PORT", "").strip().isdigit():
+        torch_port = int(os.environ["MASTER_PORT"])
+    if torch_port is not None and torch_port == cfg.master_port:
+        raise perseus_config.ConfigError(
+            "PERSEUS_MASTER_PORT={} is the same port as MASTER_PORT={} (torch's rendezvous): perseus opens its own "
+            "rendezvous on MASTER_ADDR and needs another port; set PERSEUS_MASTER_PORT to a free port other than "
+            "{}".format(cfg.master_port, torch_port, torch_port)
+        )
+
+
+def rendezvous_store(rank: int, size: int, cfg: Optional[perseus_config.PerseusConfig] = None,
+                     env: Optional[launch.LaunchEnv] = None) -> dist.Store:
+    """The perseus rendezvous of this process (one per process): a TCPStore on MASTER_ADDR:PERSEUS_MASTER_PORT."""
+    global _store, _store_key
+    cfg = perseus_config.get() if cfg is None else cfg
+    env = launch.detect() if env is None else env
+    if size == 1:
+        return dist.HashStore()
+    address = master_address(env)
+    if address is None:
+        if dist.is_available() and dist.is_initialized():
+            perseus_config.warn_not_honoured(
+                "PERSEUS_MASTER_PORT",
+                "MASTER_ADDR is not set, so perseus has no address for its own rendezvous and shares the store of "
+                "torch's default process group instead", cfg)
+            return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
+        raise PerseusWorldError(
+            "perseus needs MASTER_ADDR (the address of rank 0) for its rendezvous on PERSEUS_MASTER_PORT={}: "
+            "start the job with torchrun / torch.distributed.launch or perseusrun, or export MASTER_ADDR".format(
+                cfg.master_port))
+    check_ports(cfg, env)
+    key = (address, cfg.master_port)
+    if _store is not None and _store_key == key:
+        return _store
+    try:
+        _store = dist.TCPStore(address, cfg.master_port, size, rank == 0, _timeout(cfg), wait_for_workers=False)
+    except (RuntimeError, OSError) as error:
+        raise PerseusWorldError(
+            "perseus cannot open its rendezvous on {}:{} (PERSEUS_MASTER_PORT): {}; choose a free port with "
+            "PERSEUS_MASTER_PORT".format(address, cfg.master_port, error)) from None
+    _store_key = key
+    return _store
+
+
+def _exchange_node_keys(store: dist.Store, rank: int, size: int, key: str, generation: int) -> List[str]:
+    prefix = "perseus/gen{}/node-key/".format(generation)
+    store.set(prefix + str(rank), key)
+    return [store.get(prefix + str(r)).decode() for r in range(size)]
+
+
+def _factories(cfg: perseus_config.PerseusConfig) -> Dict[str, BackendFactory]:
+    timeout = _timeout(cfg)
+    factories: Dict[str, BackendFactory] = {}
+    backend = dist.get_backend() if dist.is_initialized() else "gloo"
+    for device, name in device_backends(str(backend)).items():
+        if name == "gloo":
+            factories[device] = _gloo_factory(cfg, timeout)
+        elif name == "nccl":
+            factories[device] = _nccl_factory(cfg, timeout)
+        elif name.upper() in dist.Backend._plugins:
+            factories[device] = _plugin_factory(name, timeout)
+        else:
+            raise PerseusWorldError("perseus cannot build groups of the backend {!r}".format(name))
+    if not cfg.nccl_enable:
+        return factories
+    perseus_config.warn_not_honoured(
+        "PERSEUS_NCCL_ENABLE",
+        "the hybrid RDMA+VPC NCCL link is a feature of a special perseus build (the seed says: ask for it by ticket); "
+        "this build uses the job's own backends ({})".format(", ".join(sorted(set(device_backends(str(backend)).values())))),
+        cfg)
+    return factories
+
+
+def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
+    """The perseus world of the current default process group (built on first use, by all ranks together)."""
+    global _world, _world_owner, _generation
+    if not dist.is_initialized():
+        raise PerseusWorldError("torch.distributed is not initialised: call hvd.init() or dist.init_process_group() first")
+    cfg = perseus_config.get() if cfg is None else cfg
+    owner = dist.distributed_c10d._get_default_group()
+    with _lock:
+        if _world is not None and _world_owner is owner:
+            return _world
+        rank, size = dist.get_rank(), dist.get_world_size()
+        env = launch.detect()
+        store = rendezvous_store(rank, size, cfg, env)
+        _generation += 1
+        keys = _exchange_node_keys(store, rank, size, node_key(env, size), _generation)
+        topology = Topology(rank, number_nodes(keys))
+        _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation)
+        _world_owner = owner
+        return _world
+
+
+def current() -> Optional[PerseusWorld]:
+    """The world built for the current default process group, if any."""
+    if _world is not None and dist.is_initialized() and _world_owner is dist.distributed_c10d._get_default_group():
+        return _world
+    return None
+
+
+def forget() -> None:
+    """Drop the world (after the default process group was destroyed)."""
+    global _world, _world_owner
+    with _lock:
+        _world = None
+        _world_owner = None

@@ -1,0 +1,61 @@
+"""perseus.torch.horovod: the Horovod PyTorch API on perseus (`import perseus.torch.horovod as hvd`).
+
+Transport is torch.distributed (Gloo for CPU tensors, NCCL for CUDA tensors) on perseus's own
+process groups; gradients of hvd.DistributedOptimizer go through perseus's fused, compressed
+allreduce (see perseus.torch.horovod.optimizer).
+"""
+
+from perseus.torch.horovod.basics import (  # noqa: F401
+    HorovodNotInitialized,
+    ccl_built,
+    cross_rank,
+    cross_size,
+    cuda_built,
+    ddl_built,
+    gloo_built,
+    gloo_enabled,
+    init,
+    is_homogeneous,
+    is_initialized,
+    local_rank,
+    local_size,
+    mpi_built,
+    mpi_enabled,
+    mpi_threads_supported,
+    nccl_built,
+    rank,
+    rocm_built,
+    shutdown,
+    size,
+)
+from perseus.torch.horovod.collectives import (  # noqa: F401
+    Adasum,
+    Average,
+    HorovodCollectiveError,
+    Max,
+    Min,
+    Product,
+    Sum,
+    allgather,
+    allgather_async,
+    allreduce,
+    allreduce_,
+    allreduce_async,
+    allreduce_async_,
+    barrier,
+    broadcast,
+    broadcast_,
+    broadcast_async,
+    broadcast_async_,
+    join,
+    poll,
+    synchronize,
+)
+from perseus.torch.horovod.compression import Compression, Compressor  # noqa: F401
+from perseus.torch.horovod.functions import (  # noqa: F401
+    allgather_object,
+    broadcast_object,
+    broadcast_optimizer_state,
+    broadcast_parameters,
+)
+from perseus.torch.horovod.sync_batch_norm import SyncBatchNorm  # noqa: F401

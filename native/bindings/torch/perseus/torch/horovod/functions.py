@@ -1,0 +1,117 @@
+"""Whole-model helpers: broadcast_parameters, broadcast_optimizer_state, broadcast_object, allgather_object."""
+
+import hashlib
+import pickle
+from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
+
+import torch
+
+from perseus.torch.horovod import basics
+from perseus.torch.horovod import collectives as C
+
+
+def _named_tensors(params: Union[Dict[str, Any], Iterable[Tuple[str, Any]]]) -> List[Tuple[str, torch.Tensor]]:
+    items = sorted(params.items()) if isinstance(params, dict) else list(params)
+    named = []
+    for entry in items:
+        if not (isinstance(entry, tuple) and len(entry) == 2):
+            raise ValueError("broadcast_parameters() takes a state_dict or (name, tensor) pairs such as "
+                             "model.named_parameters(), got an item of type {}".format(type(entry).__name__))
+        name, value = entry
+        if not torch.is_tensor(value):
+            raise ValueError("invalid params of type: {} (entry '{}'); broadcast_parameters() broadcasts tensors, "
+                             "use broadcast_object() for other values".format(type(value).__name__, name))
+        named.append((str(name), value))
+    return named
+
+
+def _layout_digest(named: List[Tuple[str, torch.Tensor]]) -> int:
+    text = ";".join("{}:{}:{}".format(n, tuple(t.shape), t.dtype) for n, t in named)
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
+
+
+def broadcast_parameters(params: Union[Dict[str, Any], Iterable[Tuple[str, Any]]], root_rank: int) -> None:
+    """Overwrite every tensor of `params` (a state_dict or named_parameters()) with root_rank's values.
+
+    Tensors are packed per dtype and device into one buffer each, so a model costs a few broadcasts."""
+    named = _named_tensors(params)
+    world = basics.world()
+    digest = _layout_digest(named)
+    records = C._control.exchange(C.K_BROADCAST_MANY, "broadcast_parameters", root=root_rank, digest=digest)
+    if any(r.joined for r in records):
+        raise C.HorovodCollectiveError("broadcast_parameters(): a rank has called hvd.join(); broadcast first")
+    if len({r.digest for r in records}) > 1:
+        _explain_layout_mismatch(named, root_rank)
+    C.check_agreement(records, "broadcast_parameters", "parameters", same_shape=False)
+    groups: Dict[Tuple[torch.dtype, str], List[torch.Tensor]] = {}
+    for _, tensor in named:
+        groups.setdefault((tensor.dtype, str(tensor.device)), []).append(tensor)
+    with torch.no_grad():
+        for (dtype, device), tensors in groups.items():
+            flat = torch.cat([t.detach().reshape(-1) for t in tensors]) if tensors else torch.empty(0, dtype=dtype)
+            world.control.broadcast(flat, root_rank).wait()
+            offset = 0
+            for t in tensors:
+                t.copy_(flat[offset: offset + t.numel()].view_as(t))
+                offset += t.numel()
+
+
+def _explain_layout_mismatch(named: List[Tuple[str, torch.Tensor]], root_rank: int) -> None:
+    mine = ["{} {} {}".format(n, list(t.shape), str(t.dtype).replace("torch.", "")) for n, t in named]
+    everyone = allgather_object(mine, name="broadcast_parameters.layout")
+    reference = everyone[root_rank]
+    for rank, layout in enumerate(everyone):
+        if layout == reference:
+            continue
+        for position, (theirs, root_entry) in enumerate(zip(layout, reference)):
+            if theirs != root_entry:
+                raise C.HorovodCollectiveError(
+                    "broadcast_parameters(): rank {} holds '{}' where root rank {} holds '{}' (entry {}); every rank "
+                    "must pass the same parameters".format(rank, theirs, root_rank, root_entry, position))
+        raise C.HorovodCollectiveError(
+            "broadcast_parameters(): rank {} passes {} tensors, root rank {} passes {}".format(
+                rank, len(layout), root_rank, len(reference)))
+
+
+def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None) -> Any:
+    """root_rank's `obj` (any picklable object, tensors included) on every rank."""
+    name = name or C._control.auto_name("broadcast_object")
+    world = basics.world()
+    records = C._control.exchange(C.K_BROADCAST_MANY, name, root=root_rank, digest=C._digest(name))
+    if any(r.joined for r in records):
+        raise C.HorovodCollectiveError("broadcast_object('{}'): a rank has called hvd.join()".format(name))
+    C.check_agreement(records, "hvd.broadcast_object", name, same_shape=False)
+    payload = pickle.dumps(obj) if world.rank == root_rank else b""
+    length = torch.tensor([len(payload)], dtype=torch.int64)
+    world.control.broadcast(length, root_rank).wait()
+    buffer = (torch.frombuffer(bytearray(payload), dtype=torch.uint8) if world.rank == root_rank
+              else torch.empty(int(length.item()), dtype=torch.uint8))
+    world.control.broadcast(buffer, root_rank).wait()
+    return obj if world.rank == root_rank else pickle.loads(buffer.numpy().tobytes())
+
+
+def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
+    """Every rank's `obj` (picklable), in rank order."""
+    name = name or C._control.auto_name("allgather_object")
+    world = basics.world()
+    records = C._control.exchange(C.K_BROADCAST_MANY, name, digest=C._digest(name))
+    if any(r.joined for r in records):
+        raise C.HorovodCollectiveError("allgather_object('{}'): a rank has called hvd.join()".format(name))
+    C.check_agreement(records, "hvd.allgather_object", name, same_shape=False)
+    payload = pickle.dumps(obj)
+    lengths = [torch.zeros(1, dtype=torch.int64) for _ in range(world.size)]
+    world.control.allgather(lengths, torch.tensor([len(payload)], dtype=torch.int64)).wait()
+    longest = max(int(n.item()) for n in lengths)
+    mine = torch.zeros(longest, dtype=torch.uint8)
+    if payload:
+        mine[: len(payload)] = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
+    gathered = [torch.empty(longest, dtype=torch.uint8) for _ in range(world.size)]
+    world.control.allgather(gathered, mine).wait()
+    return [pickle.loads(g[: int(n.item())].numpy().tobytes()) for g, n in zip(gathered, lengths)]
+
+
+def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int) -> None:
+    """Give every rank root_rank's optimizer state (hyper-parameters and per-parameter state such as momentum)."""
+    state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state")
+    if basics.rank() != root_rank:
+        optimizer.load_state_dict(state)
