@@ -6,8 +6,9 @@ from typing import List, Optional
 
 
 def parser() -> argparse.ArgumentParser:
-    from perseus import __version__
+    from perseus.run.args import _version
 
+    __version__ = _version()
     p = argparse.ArgumentParser(prog="perseus", description="AIACC-Training (Perseus) runtime tools; jobs start with perseusrun.")
     p.add_argument("--version", action="version", version="perseus-common " + __version__)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")

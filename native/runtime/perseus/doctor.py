@@ -320,9 +320,9 @@ def _min_driver(cuda: str) -> Optional[str]:
 
 def check_perseus(report: Report) -> None:
     common = [w for w in report.perseus if _normal(w.name) == "perseus-common"]
-    from perseus import __version__ as running_common
+    from perseus.run.args import _version
 
-    release = common[0].version if common else running_common
+    release = common[0].version if common else _version()
     by_name: Dict[str, List[PerseusWheel]] = {}
     for wheel in report.perseus:
         by_name.setdefault(_normal(wheel.name), []).append(wheel)

@@ -88,9 +88,22 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def parser() -> argparse.ArgumentParser:
-    from .. import __version__
+def _version() -> str:
+    try:
+        from perseus import __version__
 
+        return __version__
+    except ImportError:  # `perseus` shadowed by a namespace portion (a source checkout on PYTHONPATH)
+        try:
+            from importlib import metadata
+
+            return metadata.version("perseus-common")
+        except Exception:
+            return "unknown"
+
+
+def parser() -> argparse.ArgumentParser:
+    __version__ = _version()
     p = _Parser(prog="perseusrun", description=DESCRIPTION, epilog=EPILOG, allow_abbrev=False,
                 formatter_class=argparse.RawDescriptionHelpFormatter,
                 usage="perseusrun -np NP [-H HOST:N,... | --hostfile FILE] [--gloo | --mpi] [options] [--] COMMAND [ARG...]")
