@@ -49,6 +49,7 @@ CASES = [
     ("json-without-dry-run", ["-np", "2", "--json"], {}, ["--json prints the plan and goes with --dry-run"]),
     ("ssh-port-range", ["-np", "2", "--ssh-port", "70000"], {}, ["--ssh-port 70000: not a port number"]),
     ("mpi-args-without-mpi", ["-np", "2", "--mpi-args", "--mca x y"], {}, ["--mpi-args is for --mpi runs"]),
+    ("perseus-variable-out-of-range", ["-np", "2"], {"PERSEUS_ALLREDUCE_DTYPE": "7"}, ["PERSEUS_ALLREDUCE_DTYPE='7' is not allowed"]),
     ("identity-file-missing", ["-np", "2", "--ssh-identity-file", "/nonexistent/key"], {}, ["--ssh-identity-file /nonexistent/key: No such file"]),
 ]
 
@@ -58,7 +59,7 @@ def test_usage_errors(name, args, env, fragments, tmp_path):
     marker = tmp_path / "started"
     proc = perseusrun(args + ["--", PYTHON, "-c", "open({!r}, 'w').close()".format(str(marker))], env=env)
     assert proc.returncode == 2, (proc.stdout, proc.stderr)
-    assert proc.stderr.startswith("perseusrun: error: "), proc.stderr
+    assert any(line.startswith("perseusrun: error: ") for line in proc.stderr.splitlines()), proc.stderr
     for fragment in fragments:
         assert fragment in proc.stderr, (fragment, proc.stderr)
     assert not marker.exists(), "nothing may start after a usage error"

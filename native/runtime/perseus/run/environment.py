@@ -77,3 +77,16 @@ def exports(requested: List[Tuple[str, Optional[str]]], environ: Mapping[str, st
 def forwarded(environ: Mapping[str, str]) -> Dict[str, str]:
     return {k: v for k, v in sorted(environ.items())
             if k in FORWARD_NAMES or (k.startswith(FORWARD_PREFIXES) and k not in RANK_VARIABLES)}
+
+
+def validate_perseus_variables(environ: Mapping[str, str]) -> None:
+    """Every PERSEUS_* value the ranks will read, checked by perseus.config before anything starts."""
+    try:
+        from perseus import config
+    except ImportError:  # perseus-common without the runtime configuration module
+        return
+    try:
+        config.load(environ)
+    except config.ConfigError as exc:
+        raise UsageError("{} (the ranks would refuse it; fix or unset it)".format(exc)) from None
+

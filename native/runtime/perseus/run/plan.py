@@ -77,6 +77,7 @@ def build(options: Options, environ: Mapping[str, str]) -> JobPlan:
     timeout = environment.gloo_timeout(environ)
     nics = environment.interfaces(environ, check_local=any(local.values()) and options.mode == "gloo")
     extra = environment.exports(options.exports, environ)
+    environment.validate_perseus_variables(environ)
     plan = JobPlan(options.mode, options.np, hosts, master_addr, chosen_ports.master_port,
                    chosen_ports.perseus_master_port, timeout, os.getcwd(), options.log_dir,
                    notes=list(options.notes) + list(chosen_ports.notes))
