@@ -1,6 +1,7 @@
 """perseus-common must import and detect on Python 3.6 (the 1.5.0 release ships py36 cells)."""
 
 import glob
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -40,7 +41,7 @@ def test_detect_on_36(py36_path):
     assert (got.env["launcher"], got.env["rank"], got.env["local_size"]) == ("openmpi", 1, 2)
 
 
-def test_perseusrun_and_doctor_on_36(py36_path):
+def test_perseusrun_and_doctor_on_36(py36_path):  # doctor lists wheels without importlib.metadata there
     env = dict(BASE_ENV, PYTHONPATH=py36_path)
     dry = subprocess.run([PY36[0], "-m", "perseus.run", "-np", "2", "--dry-run", "--json", "--", "true"], env=env,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
@@ -49,3 +50,9 @@ def test_perseusrun_and_doctor_on_36(py36_path):
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert '[1]<stdout>:  "rank": 1,' in run.stdout, run.stdout
+    doctor = subprocess.run([PY36[0], "-m", "perseus.cli", "doctor", "--json"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert doctor.returncode in (0, 1), doctor.stderr
+    report = json.loads(doctor.stdout)
+    assert report["launch"]["launcher"] == "single" and report["system"]["python"].startswith("3.6")
+
