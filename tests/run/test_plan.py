@@ -101,6 +101,7 @@ def test_perseus_port_moves_off_explicit_master_port():
 
 def test_perseus_port_moves_off_a_busy_default():
     s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT (an earlier job) is free
     try:
         s.bind(("", 6666))
     except OSError:
