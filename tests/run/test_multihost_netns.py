@@ -55,3 +55,16 @@ def test_remote_failure_ends_local_and_remote_ranks(two_hosts):
     assert two_hosts.pids_in_b() == [two_hosts.sshd.pid] or all(
         p == two_hosts.sshd.pid or "sshd" in open("/proc/{}/comm".format(p)).read() for p in two_hosts.pids_in_b()), \
         "only sshd is left in the second namespace"
+
+
+def test_unreachable_ssh_port_fails_fast_with_a_hint(two_hosts):
+    token = uuid.uuid4().hex
+    started = time.time()
+    proc = perseusrun(["-np", "2", "-H", "10.78.0.1:1,10.78.0.2:1", "-p", "36667", "--ssh-config", two_hosts.ssh_config,
+                       "--", PYTHON, "-c", "import time; time.sleep(120)", token], prefix=two_hosts.in_a(), timeout=120)
+    assert proc.returncode == 255, proc.stderr
+    assert "rank 1 on 10.78.0.2 exited with code 255 (ssh's own failure code: check `ssh -p 36667 10.78.0.2 true`" in proc.stderr
+    assert "Connection refused" in proc.stderr  # ssh's own message, prefixed as rank 1's stderr
+    assert time.time() - started < 60
+    time.sleep(0.2)
+    assert processes_with(token) == []

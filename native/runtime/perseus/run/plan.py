@@ -6,6 +6,8 @@ import shutil
 from dataclasses import asdict, dataclass, field
 from typing import Dict, List, Mapping, Optional
 
+from perseus.launch.torchrun import PERSEUSRUN_MARKER  # PERSEUS_LAUNCHER=perseusrun: detect() names the launcher
+
 from . import environment, ports
 from .errors import CommandNotFound, UsageError
 from .hosts import HostSlots, is_local, is_loopback, parse_hostfile, parse_hosts, resolve_error
@@ -13,7 +15,6 @@ from .mpi import mpirun_argv
 from .options import Options
 from .ssh import remote_command, ssh_argv
 
-LAUNCHER_MARK = "perseusrun"  # PERSEUS_LAUNCHER: perseus.launch.detect() names the launcher after it
 
 
 @dataclass
@@ -39,6 +40,7 @@ class JobPlan:
     gloo_timeout_seconds: float
     workdir: str
     log_dir: Optional[str]
+    ssh_port: Optional[int] = None
     ranks: List[RankPlan] = field(default_factory=list)
     mpirun: Optional[List[str]] = None
     notes: List[str] = field(default_factory=list)
@@ -79,14 +81,14 @@ def build(options: Options, environ: Mapping[str, str]) -> JobPlan:
     extra = environment.exports(options.exports, environ)
     environment.validate_perseus_variables(environ)
     plan = JobPlan(options.mode, options.np, hosts, master_addr, chosen_ports.master_port,
-                   chosen_ports.perseus_master_port, timeout, os.getcwd(), options.log_dir,
+                   chosen_ports.perseus_master_port, timeout, os.getcwd(), options.log_dir, options.ssh_port,
                    notes=list(options.notes) + list(chosen_ports.notes))
     common = {
         "WORLD_SIZE": str(options.np),
         "MASTER_ADDR": master_addr,
         "MASTER_PORT": str(plan.master_port),
         "PERSEUS_MASTER_PORT": str(plan.perseus_master_port),
-        "PERSEUS_LAUNCHER": LAUNCHER_MARK,
+        PERSEUSRUN_MARKER[0]: PERSEUSRUN_MARKER[1],
         "GROUP_WORLD_SIZE": str(len(used)),
     }
     common.update(nics)

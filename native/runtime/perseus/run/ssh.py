@@ -32,7 +32,7 @@ def remote_command(workdir: str, env: Dict[str, str], command: List[str], grace_
 
 
 def ssh_argv(host: str, remote: str, port: Optional[int], identity_file: Optional[str], config_file: Optional[str]) -> List[str]:
-    argv = ["ssh", "-o", "BatchMode=yes"]
+    argv = ["ssh", "-o", "BatchMode=yes", "-o", "LogLevel=ERROR"]
     if config_file:
         argv += ["-F", config_file]  # the config decides host key checking
     else:

@@ -193,6 +193,9 @@ class Supervisor:
             return
         code = child.returncode
         how = "was killed by {}".format(signal.Signals(-code).name) if code < 0 else "exited with code {}".format(code)
+        if child.rank.launch == "ssh" and code == 255:
+            how += " (ssh's own failure code: check `ssh{} {} true` from this host)".format(
+                " -p {}".format(self.plan.ssh_port) if self.plan.ssh_port else "", child.rank.host)
         with self.lock:
             sys.stderr.write("perseusrun: rank {} on {} {}; terminating the other {} rank(s)\n".format(
                 child.rank.rank, child.rank.host, how, len(self.children) - 1))
