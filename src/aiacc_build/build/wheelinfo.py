@@ -16,6 +16,7 @@ class WheelInfo:
     name: str
     version: str
     requires: tuple[Requirement, ...]
+    requires_python: str | None
     tags: tuple[str, ...]  # from the WHEEL file, e.g. ("cp311-cp311-linux_x86_64",)
     files: tuple[str, ...]
 
@@ -31,6 +32,7 @@ def read_wheel(path: Path) -> WheelInfo:
         name=canonicalize_name(metadata["Name"]),
         version=metadata["Version"],
         requires=tuple(Requirement(r) for r in metadata.get_all("Requires-Dist") or []),
+        requires_python=metadata.get("Requires-Python"),
         tags=tuple(wheel.get_all("Tag") or []),
         files=tuple(names),
     )
