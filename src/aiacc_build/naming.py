@@ -101,11 +101,6 @@ def common_wheel_filename(release: ReleaseInfo) -> str:
     return f"{COMMON_DISTRIBUTION}-{release.version}-py3-none-any.whl"
 
 
-def common_wheel_path(release: ReleaseInfo) -> str:
-    """perseus-common lies at the mirror root: every accelerator folder's index points at the one file."""
-    return common_wheel_filename(release)
-
-
 MANIFEST_FILENAME = "manifest.json"
 CHECKSUMS_FILENAME = "SHA256SUMS"
 SIMPLE_INDEX_DIR = "simple"
