@@ -7,7 +7,9 @@ import importlib
 import click
 
 # Each module exposes `register(cli: click.Group) -> None`.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "matrix.cli",
+]
 
 
 def register_all(cli: click.Group) -> None:
