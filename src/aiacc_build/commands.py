@@ -9,6 +9,7 @@ import click
 # Each module exposes `register(cli: click.Group) -> None`.
 COMMAND_MODULES: list[str] = [
     "matrix.cli",
+    "build.cli",
 ]
 
 

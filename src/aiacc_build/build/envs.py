@@ -60,10 +60,12 @@ def uv_env(cache: BuildCache) -> dict[str, str]:
     return env
 
 
-def run_uv(args: Sequence[str], cache: BuildCache, cwd: Path | None = None, log: Path | None = None) -> str:
+def run_uv(args: Sequence[str], cache: BuildCache, cwd: Path | None = None, log: Path | None = None,
+           extra_env: dict[str, str] | None = None) -> str:
     """Run uv; on failure raise EnvError with the command and the end of its output."""
     cmd = [find_uv_bin(), *args]
-    proc = subprocess.run(cmd, cwd=cwd, env=uv_env(cache), capture_output=True, text=True)
+    env = {**uv_env(cache), **(extra_env or {})}
+    proc = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     output = proc.stdout + proc.stderr
     if log is not None:
         with log.open("a") as fh:
