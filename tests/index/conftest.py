@@ -1,0 +1,5 @@
+import sys
+from pathlib import Path
+
+# the build tests' cells and helpers (tests/build/wheels_testkit.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "build"))
