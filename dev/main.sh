@@ -4,4 +4,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
+stage build-wheels "$VENV/bin/aiacc-build" build
+stage index-mirror "$VENV/bin/aiacc-build" index
 stage_summary

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..model import Cell
-from ..naming import wheel_version
 from .cache import BuildCache
 from .core import CoreBuild
 from .envs import Venv, run_uv
@@ -46,18 +45,24 @@ def read_binding_spec(source: Path) -> BindingSpec:
     return BindingSpec(source=source, name=data["project"]["name"], build_requires=requires)
 
 
-def config_settings(cell: Cell, core: CoreBuild, build_dir: Path, build_type: str, toolchain: Toolchain) -> list[str]:
+def config_settings(core: CoreBuild, build_dir: Path, build_type: str, toolchain: Toolchain) -> list[str]:
+    """scikit-build-core settings: the persistent build tree, the prebuilt core, the compilers."""
     settings = [
         f"build-dir={build_dir}",
         f"cmake.build-type={build_type}",
-        f"cmake.define.CMAKE_PREFIX_PATH={core.prefix}",
+        f"cmake.define.PERSEUS_CORE_PREFIX={core.prefix}",
         f"cmake.define.CMAKE_CXX_COMPILER={toolchain.cxx}",
-        f"cmake.define.PERSEUS_RELEASE={cell.release_version}",
-        f"cmake.define.PERSEUS_WHEEL_VERSION={wheel_version(cell)}",
     ]
     if toolchain.cuda is not None:
-        settings.append(f"cmake.define.CMAKE_CUDA_COMPILER={toolchain.cuda.nvcc}")
+        settings += [f"cmake.define.CMAKE_CUDA_COMPILER={toolchain.cuda.nvcc}", "cmake.define.PERSEUS_WITH_CUDA=ON"]
+    else:
+        settings.append("cmake.define.PERSEUS_WITH_CUDA=OFF")
     return settings
+
+
+def build_environment(cell: Cell, jobs: int) -> dict[str, str]:
+    """The binding's metadata provider reads the release from PERSEUS_RELEASE (version `<release>+<torch>`)."""
+    return {"PERSEUS_RELEASE": cell.release_version, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
 
 
 def build_binding(cell: Cell, spec: BindingSpec, env: Venv, core: CoreBuild, toolchain: Toolchain, build_type: str,
@@ -73,11 +78,11 @@ def build_binding(cell: Cell, spec: BindingSpec, env: Venv, core: CoreBuild, too
     out_dir.mkdir(parents=True, exist_ok=True)
     with cache.workspace("binding-build", cache.key("binding-build", workspace_inputs)) as build_dir:
         args = ["build", "--wheel", "--no-build-isolation", "--python", str(env.python), "--out-dir", str(out_dir)]
-        for setting in config_settings(cell, core, build_dir, build_type, toolchain):
+        for setting in config_settings(core, build_dir, build_type, toolchain):
             args += ["-C", setting]
         log = build_dir / "last-build.log"
         log.write_text("")
-        run_uv([*args, str(spec.source)], cache, log=log, extra_env={"CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)})
+        run_uv([*args, str(spec.source)], cache, log=log, extra_env=build_environment(cell, jobs))
     wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:
         raise BindingBuildError(f"building {spec.source} left {len(wheels)} wheels in {out_dir}")

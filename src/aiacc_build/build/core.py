@@ -18,6 +18,10 @@ from .cache import BuildCache
 from .toolchain import Toolchain
 
 CORE_SUBDIR = "core"
+# The core's GoogleTest suite is never compiled into a wheel (PERSEUS_BUILD_TESTS=OFF): not an input.
+NOT_INPUTS = frozenset({"tests"})
+
+Digest = Callable[[Path, frozenset[str]], str]
 
 
 class CoreBuildError(RuntimeError):
@@ -38,9 +42,9 @@ def core_source(native_dir: Path) -> Path:
 
 
 def core_key_inputs(native_dir: Path, toolchain: Toolchain, build_type: str, release: str,
-                    digest: Callable[[Path], str]) -> dict[str, object]:
+                    digest: Digest) -> dict[str, object]:
     return {
-        "sources": digest(core_source(native_dir)),
+        "sources": digest(core_source(native_dir), NOT_INPUTS),
         "toolchain": toolchain.identity,
         "build_type": build_type,
         "release": release,
@@ -75,7 +79,7 @@ def configure_args(source: Path, build: Path, prefix: Path, toolchain: Toolchain
 
 
 def build_core(native_dir: Path, toolchain: Toolchain, build_type: str, release: str, cache: BuildCache, jobs: int,
-               digest: Callable[[Path], str]) -> CoreBuild:
+               digest: Digest) -> CoreBuild:
     source = core_source(native_dir)
     if not (source / "CMakeLists.txt").is_file():
         raise CoreBuildError(f"no native core at {source} (CMakeLists.txt missing)")

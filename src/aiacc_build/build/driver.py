@@ -16,7 +16,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..model import Cell, ReleaseInfo
-from ..naming import COMMON_DISTRIBUTION, common_wheel_filename, wheel_filename
+from ..naming import COMMON_DISTRIBUTION, common_wheel_filename, wheel_filename, wheel_path
 from ..paths import DIST_DIR, NATIVE_DIR
 from .binding import BindingSpec, build_binding, read_binding_spec
 from .cache import BuildCache
@@ -89,12 +89,13 @@ class Builder:
         self.options = options
         self.progress = progress or (lambda message: None)
         self._cores: dict[str, CoreBuild] = {}
-        self._digests: dict[Path, str] = {}
+        self._digests: dict[tuple[Path, frozenset[str]], str] = {}
 
-    def _digest(self, path: Path) -> str:
-        if path not in self._digests:
-            self._digests[path] = tree_digest(path)
-        return self._digests[path]
+    def _digest(self, path: Path, exclude: frozenset[str] = frozenset()) -> str:
+        """Source digests, computed once per build session."""
+        if (path, exclude) not in self._digests:
+            self._digests[(path, exclude)] = tree_digest(path, exclude)
+        return self._digests[(path, exclude)]
 
     # -- the release ---------------------------------------------------------------------------
     def build(self, release: ReleaseInfo, plan: BuildPlan) -> BuildReport:
@@ -174,7 +175,7 @@ class Builder:
         if self.options.test:
             self.progress(f"test {cell.key} in a fresh environment")
             smoke = smoke_test(cell, wheel, sha, common, plan.interpreter, plan.framework, self.cache)
-        target = root / plan_path(cell)
+        target = root / wheel_path(cell)
         self._publish(wheel, target, sha)
         return CellResult(
             plan=plan, path=target, sha256=sha, size=target.stat().st_size, fingerprint=entry.key,
@@ -226,12 +227,6 @@ class Builder:
                                 sha256=common.sha256, size=common.path.stat().st_size, fingerprint=common.fingerprint),
             cells=cells,
         )
-
-
-def plan_path(cell: Cell) -> str:
-    from ..naming import wheel_path
-
-    return wheel_path(cell)
 
 
 def _unchanged(root: Path, record: CellRecord) -> bool:

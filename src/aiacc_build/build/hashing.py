@@ -20,16 +20,20 @@ def _ignored(name: str) -> bool:
     return name.startswith(".") or name in IGNORED_DIRS or name.endswith(IGNORED_SUFFIXES)
 
 
-def source_files(root: Path) -> list[Path]:
-    """The files of a source tree that count as inputs, sorted by their path relative to root."""
+def source_files(root: Path, exclude: frozenset[str] = frozenset()) -> list[Path]:
+    """The files of a source tree that count as inputs, sorted by their path relative to root.
+
+    `exclude`: top-level entries of root that do not count (e.g. a test suite the build never compiles).
+    """
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not _ignored(d))
+        top = Path(dirpath) == root
+        dirnames[:] = sorted(d for d in dirnames if not _ignored(d) and not (top and d in exclude))
         found.extend(Path(dirpath) / f for f in filenames if not _ignored(f))
     return sorted(found, key=lambda p: p.relative_to(root).as_posix())
 
 
-def tree_digest(root: Path) -> str:
+def tree_digest(root: Path, exclude: frozenset[str] = frozenset()) -> str:
     """SHA-256 over every source file's relative path, executable bit and content.
 
     Timestamps do not count: a checkout at another time, or a touched-but-unchanged file, gives the
@@ -38,7 +42,7 @@ def tree_digest(root: Path) -> str:
     if not root.is_dir():
         raise FileNotFoundError(f"source tree {root} does not exist")
     outer = hashlib.sha256()
-    for path in source_files(root):
+    for path in source_files(root, exclude):
         rel = path.relative_to(root).as_posix()
         if path.is_symlink():
             content = ("symlink:" + os.readlink(path)).encode()
