@@ -41,6 +41,8 @@ def _report_json(report: BuildReport) -> dict[str, object]:
                 "repaired_platform": r.repaired_platform,
                 "grafted": list(r.grafted),
                 "tested": r.smoke.description if r.smoke else None,
+                "test_output": r.smoke.output if r.smoke else None,
+                "note": r.note,
                 "seconds": round(r.seconds, 2),
             }
             for r in report.results
@@ -55,7 +57,9 @@ def _print_report(report: BuildReport) -> None:
         console.print(f"[green]{how}[/] {wheel_path(r.plan.cell)} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
                       f"auditwheel: {r.repaired_platform}) in {r.seconds:.1f}s")
         if r.smoke:
-            console.print(f"  tested: {r.smoke.description}")
+            console.print(f"  tested: {r.smoke.description}\n    {r.smoke.output.splitlines()[-1] if r.smoke.output else ''}")
+        if r.note:
+            console.print(f"  [yellow]note[/]: {r.note}")
     for f in report.failures:
         console.print(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
     console.print(f"{len(report.results)} built, {len(report.failures)} failed, core compiled {report.core_builds}x, "

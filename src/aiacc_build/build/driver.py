@@ -32,7 +32,7 @@ from .toolchain import Toolchain, detect_toolchain
 from .wheelinfo import framework_dependencies, read_wheel
 
 # Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
-DRIVER_REVISION = 1
+DRIVER_REVISION = 2
 BUILD_TYPE = "Release"
 
 
@@ -52,6 +52,7 @@ class CellResult:
     fingerprint: str
     repaired_platform: str
     grafted: tuple[str, ...]
+    note: str | None  # e.g. the published tag promises an older glibc than this native build needs
     reused: bool  # the wheel came from the cache
     core: CoreBuild | None  # None when the wheel was reused (the core was not needed)
     smoke: SmokeResult | None
@@ -166,7 +167,7 @@ class Builder:
             shutil.rmtree(path / "repaired")
             _check_metadata(final, cell)
             meta.update(sha256=file_sha256(final), repaired_platform=repaired.repaired_platform,
-                        grafted=list(repaired.grafted), retagged=repaired.retagged)
+                        grafted=list(repaired.grafted), retagged=repaired.retagged, note=repaired.note)
 
         entry = self.cache.ensure("wheel", inputs, make)
         wheel = entry.path / wheel_filename(cell)
@@ -180,6 +181,7 @@ class Builder:
         return CellResult(
             plan=plan, path=target, sha256=sha, size=target.stat().st_size, fingerprint=entry.key,
             repaired_platform=str(entry.meta["repaired_platform"]), grafted=tuple(entry.meta.get("grafted", [])),
+            note=entry.meta.get("note"),  # type: ignore[arg-type]
             reused=entry.hit, core=used_core[0] if used_core else None, smoke=smoke,
             seconds=time.perf_counter() - started, toolchain=toolchain.label,
         )
@@ -209,7 +211,7 @@ class Builder:
                 r = results[p.cell.key]
                 cells.append(CellRecord.for_cell(
                     p.cell, status="built", reason=p.reason, sha256=r.sha256, size=r.size, fingerprint=r.fingerprint,
-                    repaired_platform=r.repaired_platform, toolchain=r.toolchain,
+                    repaired_platform=r.repaired_platform, toolchain=r.toolchain, note=r.note,
                     tested=r.smoke.description if r.smoke else None, **framework))
             elif p.cell.key in failures:
                 cells.append(CellRecord.for_cell(p.cell, status="deferred", reason=f"build failed here: {failures[p.cell.key].error}",

@@ -44,6 +44,7 @@ class CellRecord(BaseModel):
     fingerprint: str | None = None  # cache key: digest of every input of the build
     repaired_platform: str | None = None  # the platform tag auditwheel gave before re-tagging
     toolchain: str | None = None
+    note: str | None = None  # a caveat of this build, e.g. a native build needing a newer glibc than its tag
     tested: str | None = None  # what the post-build test ran, in a fresh environment
 
     @classmethod

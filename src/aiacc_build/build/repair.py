@@ -40,6 +40,30 @@ class RepairResult:
     repaired_platform: str  # the platform tag auditwheel chose
     retagged: bool
     grafted: tuple[str, ...]  # libraries auditwheel vendored into <package>.libs/
+    note: str | None  # set when the published tag promises an older glibc than this build needs
+
+
+_LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+
+
+def platform_glibc(platform: str) -> tuple[int, int] | None:
+    """The glibc a platform tag promises to work with; None for `linux_*`, which promises nothing."""
+    found = []
+    for part in platform.split("."):  # a compressed tag set: each part is a promise, the lowest counts
+        match = re.match(r"manylinux_(\d+)_(\d+)_", part)
+        glibc = (int(match[1]), int(match[2])) if match else _LEGACY_MANYLINUX.get(part.split("_")[0])
+        if glibc is not None:
+            found.append(glibc)
+    return min(found) if found else None
+
+
+def retag_note(repaired: str, published: str) -> str | None:
+    need, promise = platform_glibc(repaired), platform_glibc(published)
+    if need is None or promise is None or need <= promise:
+        return None
+    return (f"built with this machine's toolchain, the binary needs glibc {need[0]}.{need[1]} ({repaired}) while "
+            f"the published tag {published} promises glibc {promise[0]}.{promise[1]}: publish the build from "
+            f"the release's manylinux builder image (CI), not this one")
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
@@ -99,4 +123,5 @@ def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_pa
         final, retagged = retag(repaired, wanted), True
     if final.name != published_name:
         raise RepairError(f"repaired wheel is named {final.name}, the release publishes {published_name}")
-    return RepairResult(wheel=final, repaired_platform=repaired_platform, retagged=retagged, grafted=grafted)
+    return RepairResult(wheel=final, repaired_platform=repaired_platform, retagged=retagged, grafted=grafted,
+                        note=retag_note(repaired_platform, wanted))

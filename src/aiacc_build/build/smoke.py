@@ -54,7 +54,7 @@ def smoke_test(cell: Cell, wheel: Path, wheel_sha256: str, common: CommonWheel, 
         "common": common.sha256,
         "framework": framework.identity,
         "python": interpreter.version,
-        "script": inputs_key("script", {"text": script}),
+        "script": inputs_key("script", {"text": script, "output": "stdout"}),
         "uv": uv_version(),
     }
     description = (f"fresh {interpreter.version} venv + {framework.filename} + {common.path.name}: "
@@ -82,9 +82,9 @@ def _run_in_fresh_env(cell: Cell, wheel: Path, common: CommonWheel, interpreter:
         check.write_text(script)
         proc = subprocess.run([str(venv.python), str(check), cell.release_version, cell.framework_version],
                               cwd=workdir, capture_output=True, text=True, timeout=600)
-        output = (proc.stdout + proc.stderr).strip()
         if proc.returncode != 0:
+            output = (proc.stdout + proc.stderr).strip()
             raise SmokeTestError(f"post-build test of {wheel.name} failed (exit {proc.returncode}):\n{output[-3000:]}")
-        return output
+        return proc.stdout.strip()
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
