@@ -38,7 +38,7 @@ class LocalBuild:
         return self.dist / self.release.info.version
 
 
-def test_cache_dir() -> Path:
+def shared_cache_dir() -> Path:
     return Path(os.environ.get("AIACC_TEST_CACHE_DIR", DEFAULT_CACHE_DIR))
 
 
@@ -55,4 +55,4 @@ def build_local(dist: Path, cache_dir: Path) -> LocalBuild:
 def local_build(tmp_path_factory) -> LocalBuild:
     if not Path(LOCAL_TORCH_FILE).is_file():
         pytest.skip(f"{LOCAL_TORCH_FILE} is not on this disk")
-    return build_local(tmp_path_factory.mktemp("local-dist"), test_cache_dir())
+    return build_local(tmp_path_factory.mktemp("local-dist"), shared_cache_dir())

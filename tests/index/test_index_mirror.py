@@ -8,17 +8,19 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import venv
 from pathlib import Path
 
 import pytest
 import requests
+from local_build import shared_cache_dir
 
 from aiacc_build.build.cache import BuildCache
 from aiacc_build.build.driver import Builder
+from aiacc_build.build.envs import create_venv, install
 from aiacc_build.build.frameworks import RegistryClient
 from aiacc_build.build.plan import plan_cells
 from aiacc_build.build.record import load_record, save_record
+from aiacc_build.build.toolchain import find_interpreter
 from aiacc_build.errors import BuildError, ConfigurationError
 from aiacc_build.index.mirror import build_index
 from aiacc_build.index.serve import MirrorServer
@@ -33,7 +35,7 @@ def mirror_150(tmp_path_factory) -> Path:
     release = load_release("1.5.0")
     plan = plan_cells("1.5.0", release.cells, RegistryClient(base / "registry", offline=True))
     assert not plan.to_build
-    Builder(BuildCache(base / "cache"), base / "dist").build(release.info, plan)
+    Builder(BuildCache(shared_cache_dir()), base / "dist").build(release.info, plan)
     build_index("1.5.0", base / "dist")
     return base / "dist"
 
@@ -113,7 +115,7 @@ def test_earlier_built_cells_survive_only_while_their_file_is_unchanged(tmp_path
     save_record(record, dist)
     release = load_release("1.5.0")
     plan = plan_cells("1.5.0", release.cells, RegistryClient(tmp_path / "registry", offline=True))
-    cache = BuildCache(tmp_path / "cache")
+    cache = BuildCache(shared_cache_dir())
     Builder(cache, dist).build(release.info, plan)
     assert load_record("1.5.0", dist).cells[0].status == "built"  # type: ignore[union-attr]
     target.write_bytes(b"other bytes")
@@ -134,9 +136,12 @@ def test_served_root_index_installs_perseus_common_with_pip(tmp_path, mirror_150
         page = requests.get(f"{server.url}/simple/perseus-common/", timeout=10)
         assert page.status_code == 200 and "perseus_common-1.5.0-py3-none-any.whl#sha256=" in page.text
         assert requests.get(f"{server.url}/manifest.json", timeout=10).json()["release"] == "1.5.0"
-        env_dir = tmp_path / "venv"
-        venv.create(env_dir, with_pip=True)
-        py = env_dir / "bin" / "python"
+        interpreter = find_interpreter("3.11")
+        assert interpreter is not None
+        cache = BuildCache(shared_cache_dir())
+        env = create_venv(tmp_path / "venv", interpreter, cache)
+        install(env, ["pip"], cache)
+        py = env.python
         subprocess.run([str(py), "-m", "pip", "install", "-q", "--index-url", f"{server.url}/simple/",
                         "perseus-common==1.5.0"], check=True, env=_clean_pip_env(), capture_output=True, text=True)
     out = subprocess.run([str(py), "-c", "import perseus; print(perseus.__version__)"], check=True, capture_output=True,
