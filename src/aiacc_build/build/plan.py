@@ -100,7 +100,7 @@ def plan_cell(
     if not (binding / "pyproject.toml").is_file():
         return deferred(f"no {cell.framework.value} binding in {binding.relative_to(native_dir.parent)} yet")
     if cell.arch.value != machine_arch():
-        return deferred(f"needs a {cell.arch.value} builder (this machine is {machine_arch()})")
+        return deferred(f"needs an {cell.arch.value} builder (this machine is {machine_arch()})")
     try:
         pinned(cell.build)
     except ValueError as exc:
