@@ -4,5 +4,6 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
+[ "$#" -gt 0 ] || stage build-local-cell "$VENV/bin/aiacc-build" build --dist "$REPO_ROOT/build/test-dist"
 stage pytest "$VENV/bin/python" -m pytest "$@"
 stage_summary
