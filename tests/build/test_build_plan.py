@@ -36,7 +36,9 @@ def test_exact_version_match_includes_the_local_label():
     assert not wheel_fits("torch-1.6.0-cp37-cp37m-manylinux1_x86_64.whl", "torch", v, "3.7", "x86_64")
     assert not wheel_fits("torch-1.6.0+cu102-cp37-cp37m-linux_x86_64.whl", "torch", v, "3.7", "x86_64")
     # ... and the other way round: an unlabelled pin does not take a labelled local file
-    assert not wheel_fits("torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl", "torch", Version("2.13.0"), "3.11", "x86_64")
+    assert not wheel_fits(
+        "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl", "torch", Version("2.13.0"), "3.11", "x86_64"
+    )
 
 
 def test_wheel_fits_checks_python_abi_and_platform():
@@ -110,8 +112,14 @@ def test_inconsistent_cuda_variant_is_refused(native, offline, tmp_path):
 
 def test_python_independent_binding_without_sources_is_deferred(native, offline):
     tf = Cell(
-        release=RELEASE, release_version="2.0.0", framework=Framework.TENSORFLOW, framework_version="2.21.0",
-        cuda=None, python=None, arch=Arch.X86_64, env_pythons=("3.11",),
+        release=RELEASE,
+        release_version="2.0.0",
+        framework=Framework.TENSORFLOW,
+        framework_version="2.21.0",
+        cuda=None,
+        python=None,
+        arch=Arch.X86_64,
+        env_pythons=("3.11",),
         build=FrameworkBuild("tensorflow-cpu==2.21.0", None, "cpu", None),
     )
     plan = plan_cell(tf, None, offline, native)
@@ -142,7 +150,9 @@ def test_registry_sizes_a_deferred_cell_and_keeps_the_answer(native, tmp_path):
         assert "needs nvcc 13.0" in plan.reason
         return
     assert plan.status is CellStatus.DEFERRED and plan.buildable_here
-    assert plan.framework is not None and plan.framework.filename == "torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    assert (
+        plan.framework is not None and plan.framework.filename == "torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl"
+    )
     assert plan.download_size and plan.download_size > 100 * 2**20
     assert "build here with --cells" in plan.reason
     # kept on disk: the same question offline gets the same answer

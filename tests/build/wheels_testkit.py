@@ -27,8 +27,15 @@ RELEASE = ReleaseInfo(
 )
 
 
-def torch_cell(version: str = "2.13.0", cuda: str | None = None, python: str = "3.11", *,
-               requirement: str | None = None, variant: str | None = "cpu", release: ReleaseInfo = RELEASE) -> Cell:
+def torch_cell(
+    version: str = "2.13.0",
+    cuda: str | None = None,
+    python: str = "3.11",
+    *,
+    requirement: str | None = None,
+    variant: str | None = "cpu",
+    release: ReleaseInfo = RELEASE,
+) -> Cell:
     if requirement is None:
         requirement = f"torch=={version}+{variant}" if variant else f"torch=={version}"
     return Cell(

@@ -32,8 +32,11 @@ def mirror(local_build):
 def _pip_env() -> dict[str, str]:
     """Only the served mirror answers: no pip config, no find-links (the CA bundle stays)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "VIRTUAL_ENV"))}
-    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1",
-               PIP_CERT=os.environ.get("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt"))
+    env.update(
+        PIP_CONFIG_FILE=os.devnull,
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
+        PIP_CERT=os.environ.get("PIP_CERT", "/etc/ssl/certs/ca-certificates.crt"),
+    )
     return env
 
 
@@ -49,7 +52,9 @@ def torch_env(local_build, tmp_path) -> Venv:
 
 
 def _pip(env: Venv, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(env.python), "-m", "pip", "install", *args], env=_pip_env(), capture_output=True, text=True)
+    return subprocess.run(
+        [str(env.python), "-m", "pip", "install", *args], env=_pip_env(), capture_output=True, text=True
+    )
 
 
 def _check(env: Venv) -> str:

@@ -69,9 +69,15 @@ def test_index_is_deterministic(mirror_150):
 
 
 def test_links_encode_plus_and_carry_digests():
-    page, text = project_page("cpu", "perseus_torch", [
-        IndexedFile("perseus_torch", "cpu/perseus_torch-2.0.0+2.13.0-cp311-cp311-linux_x86_64.whl", "ab" * 32, ">=3.11"),
-    ])
+    page, text = project_page(
+        "cpu",
+        "perseus_torch",
+        [
+            IndexedFile(
+                "perseus_torch", "cpu/perseus_torch-2.0.0+2.13.0-cp311-cp311-linux_x86_64.whl", "ab" * 32, ">=3.11"
+            ),
+        ],
+    )
     assert page == "cpu/simple/perseus-torch/index.html"
     assert f'href="../../perseus_torch-2.0.0%2B2.13.0-cp311-cp311-linux_x86_64.whl#sha256={"ab" * 32}"' in text
     assert ">perseus_torch-2.0.0+2.13.0-cp311-cp311-linux_x86_64.whl</a>" in text
@@ -142,10 +148,16 @@ def test_served_root_index_installs_perseus_common_with_pip(tmp_path, mirror_150
         env = create_venv(tmp_path / "venv", interpreter, cache)
         install(env, ["pip"], cache)
         py = env.python
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--index-url", f"{server.url}/simple/",
-                        "perseus-common==1.5.0"], check=True, env=_clean_pip_env(), capture_output=True, text=True)
-    out = subprocess.run([str(py), "-c", "import perseus; print(perseus.__version__)"], check=True, capture_output=True,
-                         text=True)
+        subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", "--index-url", f"{server.url}/simple/", "perseus-common==1.5.0"],
+            check=True,
+            env=_clean_pip_env(),
+            capture_output=True,
+            text=True,
+        )
+    out = subprocess.run(
+        [str(py), "-c", "import perseus; print(perseus.__version__)"], check=True, capture_output=True, text=True
+    )
     assert out.stdout.strip() == "1.5.0"
 
 

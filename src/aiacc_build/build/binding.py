@@ -7,9 +7,10 @@ so a change to one binding source recompiles only what ninja finds out of date.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 from ..model import Cell
 from .cache import BuildCache
@@ -65,8 +66,17 @@ def build_environment(cell: Cell, jobs: int) -> dict[str, str]:
     return {"PERSEUS_RELEASE": cell.release_version, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
 
 
-def build_binding(cell: Cell, spec: BindingSpec, env: Venv, core: CoreBuild, toolchain: Toolchain, build_type: str,
-                  cache: BuildCache, out_dir: Path, jobs: int) -> Path:
+def build_binding(
+    cell: Cell,
+    spec: BindingSpec,
+    env: Venv,
+    core: CoreBuild,
+    toolchain: Toolchain,
+    build_type: str,
+    cache: BuildCache,
+    out_dir: Path,
+    jobs: int,
+) -> Path:
     """Build the binding wheel of `cell` into out_dir; returns the (unrepaired) wheel."""
     workspace_inputs = {
         "source": str(spec.source.resolve()),  # CMake trees remember their source directory

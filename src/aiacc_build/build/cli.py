@@ -15,7 +15,7 @@ from ..naming import wheel_path
 from ..paths import DIST_DIR
 from .cache import DEFAULT_CACHE_DIR, BuildCache
 from .display import plan_json, plan_summary, print_plan
-from .driver import BuildOptions, Builder, BuildReport
+from .driver import Builder, BuildOptions, BuildReport
 from .frameworks import RegistryClient
 from .plan import human_size, plan_cells
 from .select import select
@@ -29,7 +29,8 @@ def _report_json(report: BuildReport) -> dict[str, object]:
         "core_builds": report.core_builds,
         "record": str(report.record_path) if report.record_path else None,
         "common": {"path": str(report.common.path.name), "sha256": report.common.sha256, "reused": report.common.reused}
-        if report.common else None,
+        if report.common
+        else None,
         "built": [
             {
                 "key": r.plan.cell.key,
@@ -54,35 +55,71 @@ def _report_json(report: BuildReport) -> dict[str, object]:
 def _print_report(report: BuildReport) -> None:
     for r in report.results:
         how = "reused" if r.reused else "built"
-        console.print(f"[green]{how}[/] {wheel_path(r.plan.cell)} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
-                      f"auditwheel: {r.repaired_platform}) in {r.seconds:.1f}s")
+        console.print(
+            f"[green]{how}[/] {wheel_path(r.plan.cell)} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
+            f"auditwheel: {r.repaired_platform}) in {r.seconds:.1f}s"
+        )
         if r.smoke:
-            console.print(f"  tested: {r.smoke.description}\n    {r.smoke.output.splitlines()[-1] if r.smoke.output else ''}")
+            console.print(
+                f"  tested: {r.smoke.description}\n    {r.smoke.output.splitlines()[-1] if r.smoke.output else ''}"
+            )
         if r.note:
             console.print(f"  [yellow]note[/]: {r.note}")
     for f in report.failures:
         console.print(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
-    console.print(f"{len(report.results)} built, {len(report.failures)} failed, core compiled {report.core_builds}x, "
-                  f"{report.seconds:.1f}s; record {report.record_path}")
+    console.print(
+        f"{len(report.results)} built, {len(report.failures)} failed, core compiled {report.core_builds}x, "
+        f"{report.seconds:.1f}s; record {report.record_path}"
+    )
 
 
 @click.command("build")
 @click.option("--release", "release", metavar="R", help="Release to build (default: the newest in matrix/releases).")
-@click.option("--cells", "selectors", multiple=True, metavar="SELECTOR",
-              help="Build these cells instead of those whose framework is on this disk: 'all', a key glob "
-                   "(torch-2.13.0/cpu/py3.1*/x86_64) or filters (framework=torch,cuda=13.0,python=3.12). Repeatable.")
+@click.option(
+    "--cells",
+    "selectors",
+    multiple=True,
+    metavar="SELECTOR",
+    help="Build these cells instead of those whose framework is on this disk: 'all', a key glob "
+    "(torch-2.13.0/cpu/py3.1*/x86_64) or filters (framework=torch,cuda=13.0,python=3.12). Repeatable.",
+)
 @click.option("--plan-only", is_flag=True, help="Print the plan and stop.")
-@click.option("--no-cache", is_flag=True, help="Build everything from scratch in temporary directories (nothing reused or kept).")
+@click.option(
+    "--no-cache", is_flag=True, help="Build everything from scratch in temporary directories (nothing reused or kept)."
+)
 @click.option("--no-test", is_flag=True, help="Skip the post-build test in a fresh environment.")
-@click.option("--offline", is_flag=True, help="Do not ask registries about frameworks (sizes of deferred cells unknown).")
+@click.option(
+    "--offline", is_flag=True, help="Do not ask registries about frameworks (sizes of deferred cells unknown)."
+)
 @click.option("--jobs", "-j", type=click.IntRange(1, 64), default=2, show_default=True, help="Parallel compile jobs.")
-@click.option("--dist", "dist_dir", type=click.Path(path_type=Path), default=DIST_DIR, show_default=True,
-              help="Output root: wheels go to <dist>/<release>/<folder>/.")
-@click.option("--cache-dir", type=click.Path(path_type=Path), default=DEFAULT_CACHE_DIR, show_default=True,
-              help="Content-addressed build cache.")
+@click.option(
+    "--dist",
+    "dist_dir",
+    type=click.Path(path_type=Path),
+    default=DIST_DIR,
+    show_default=True,
+    help="Output root: wheels go to <dist>/<release>/<folder>/.",
+)
+@click.option(
+    "--cache-dir",
+    type=click.Path(path_type=Path),
+    default=DEFAULT_CACHE_DIR,
+    show_default=True,
+    help="Content-addressed build cache.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the plan and the results as JSON on stdout.")
-def build_cmd(release: str | None, selectors: tuple[str, ...], plan_only: bool, no_cache: bool, no_test: bool,
-              offline: bool, jobs: int, dist_dir: Path, cache_dir: Path, as_json: bool) -> None:
+def build_cmd(
+    release: str | None,
+    selectors: tuple[str, ...],
+    plan_only: bool,
+    no_cache: bool,
+    no_test: bool,
+    offline: bool,
+    jobs: int,
+    dist_dir: Path,
+    cache_dir: Path,
+    as_json: bool,
+) -> None:
     """Plan every cell of a release, build the buildable ones, and write dist/<release>/.
 
     By default only cells whose exact framework build already lies on this disk are built (fast:

@@ -10,9 +10,10 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomllib
 
 from ..model import ReleaseInfo
 from ..naming import common_wheel_filename

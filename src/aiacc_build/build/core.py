@@ -41,8 +41,9 @@ def core_source(native_dir: Path) -> Path:
     return native_dir / CORE_SUBDIR
 
 
-def core_key_inputs(native_dir: Path, toolchain: Toolchain, build_type: str, release: str,
-                    digest: Digest) -> dict[str, object]:
+def core_key_inputs(
+    native_dir: Path, toolchain: Toolchain, build_type: str, release: str, digest: Digest
+) -> dict[str, object]:
     return {
         "sources": digest(core_source(native_dir), NOT_INPUTS),
         "toolchain": toolchain.identity,
@@ -62,9 +63,17 @@ def _run(cmd: list[str], log: Path) -> None:
         raise CoreBuildError(f"core build step failed: {' '.join(cmd[:4])} ... (log {log}):\n{tail}")
 
 
-def configure_args(source: Path, build: Path, prefix: Path, toolchain: Toolchain, build_type: str, release: str) -> list[str]:
+def configure_args(
+    source: Path, build: Path, prefix: Path, toolchain: Toolchain, build_type: str, release: str
+) -> list[str]:
     args = [
-        str(toolchain.cmake), "-S", str(source), "-B", str(build), "-G", "Ninja",
+        str(toolchain.cmake),
+        "-S",
+        str(source),
+        "-B",
+        str(build),
+        "-G",
+        "Ninja",
         f"-DCMAKE_BUILD_TYPE={build_type}",
         f"-DCMAKE_INSTALL_PREFIX={prefix}",
         f"-DCMAKE_CXX_COMPILER={toolchain.cxx}",
@@ -87,13 +96,16 @@ def _bridge_export_name(package: Path) -> bool:
     if "add_library(perseus::core " in targets or "add_library(perseus::perseus_core " not in targets:
         return False
     config = package / "perseus_coreConfig.cmake"
-    config.write_text(config.read_text() + "\n# added by aiacc-build: the name the bindings link\n"
-                      "if(NOT TARGET perseus::core)\n  add_library(perseus::core ALIAS perseus::perseus_core)\nendif()\n")
+    config.write_text(
+        config.read_text() + "\n# added by aiacc-build: the name the bindings link\n"
+        "if(NOT TARGET perseus::core)\n  add_library(perseus::core ALIAS perseus::perseus_core)\nendif()\n"
+    )
     return True
 
 
-def build_core(native_dir: Path, toolchain: Toolchain, build_type: str, release: str, cache: BuildCache, jobs: int,
-               digest: Digest) -> CoreBuild:
+def build_core(
+    native_dir: Path, toolchain: Toolchain, build_type: str, release: str, cache: BuildCache, jobs: int, digest: Digest
+) -> CoreBuild:
     source = core_source(native_dir)
     if not (source / "CMakeLists.txt").is_file():
         raise CoreBuildError(f"no native core at {source} (CMakeLists.txt missing)")
@@ -114,5 +126,10 @@ def build_core(native_dir: Path, toolchain: Toolchain, build_type: str, release:
         meta["toolchain"] = toolchain.label
 
     entry = cache.ensure("core", inputs, make)
-    return CoreBuild(key=entry.key, prefix=entry.path / "install", reused=entry.hit,
-                     seconds=time.perf_counter() - started, toolchain=toolchain.label)
+    return CoreBuild(
+        key=entry.key,
+        prefix=entry.path / "install",
+        reused=entry.hit,
+        seconds=time.perf_counter() - started,
+        toolchain=toolchain.label,
+    )

@@ -55,5 +55,6 @@ def print_plan(plan: BuildPlan, console: Console) -> None:
     extra = ""
     if downloads:
         known = sum(d for d in downloads if d)
-        extra = f" ({s['buildable_here'] - s['build']} more buildable here with --cells, {human_size(known)} of frameworks to download)"
+        more = s["buildable_here"] - s["build"]
+        extra = f" ({more} more buildable here with --cells, {human_size(known)} of frameworks to download)"
     console.print(f"{s['build']} to build, {s['deferred']} deferred to CI{extra}")

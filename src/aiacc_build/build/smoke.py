@@ -46,8 +46,15 @@ def check_script(framework: Framework) -> str:
     return resources.files("aiacc_build.build.checks").joinpath(name).read_text()
 
 
-def smoke_test(cell: Cell, wheel: Path, wheel_sha256: str, common: CommonWheel, interpreter: Interpreter,
-               framework: FrameworkArtifact, cache: BuildCache) -> SmokeResult:
+def smoke_test(
+    cell: Cell,
+    wheel: Path,
+    wheel_sha256: str,
+    common: CommonWheel,
+    interpreter: Interpreter,
+    framework: FrameworkArtifact,
+    cache: BuildCache,
+) -> SmokeResult:
     script = check_script(cell.framework)
     inputs = {
         "wheel": wheel_sha256,
@@ -57,8 +64,10 @@ def smoke_test(cell: Cell, wheel: Path, wheel_sha256: str, common: CommonWheel, 
         "script": inputs_key("script", {"text": script, "output": "stdout"}),
         "uv": uv_version(),
     }
-    description = (f"fresh {interpreter.version} venv + {framework.filename} + {common.path.name}: "
-                   f"import perseus.{cell.framework.value}, one compression op")
+    description = (
+        f"fresh {interpreter.version} venv + {framework.filename} + {common.path.name}: "
+        f"import perseus.{cell.framework.value}, one compression op"
+    )
 
     def run(path: Path, meta: dict[str, object]) -> None:
         meta["output"] = _run_in_fresh_env(cell, wheel, common, interpreter, framework, cache, script)
@@ -67,8 +76,15 @@ def smoke_test(cell: Cell, wheel: Path, wheel_sha256: str, common: CommonWheel, 
     return SmokeResult(description=description, output=str(entry.meta["output"]), reused=entry.hit)
 
 
-def _run_in_fresh_env(cell: Cell, wheel: Path, common: CommonWheel, interpreter: Interpreter,
-                      framework: FrameworkArtifact, cache: BuildCache, script: str) -> str:
+def _run_in_fresh_env(
+    cell: Cell,
+    wheel: Path,
+    common: CommonWheel,
+    interpreter: Interpreter,
+    framework: FrameworkArtifact,
+    cache: BuildCache,
+    script: str,
+) -> str:
     workdir = Path(tempfile.mkdtemp(prefix="aiacc-smoke-"))
     try:
         links = workdir / "wheels"
@@ -80,8 +96,13 @@ def _run_in_fresh_env(cell: Cell, wheel: Path, common: CommonWheel, interpreter:
         install(venv, [str(links / wheel.name)], cache, no_index=True, find_links=[links])
         check = workdir / "check.py"
         check.write_text(script)
-        proc = subprocess.run([str(venv.python), str(check), cell.release_version, cell.framework_version],
-                              cwd=workdir, capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [str(venv.python), str(check), cell.release_version, cell.framework_version],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         if proc.returncode != 0:
             output = (proc.stdout + proc.stderr).strip()
             raise SmokeTestError(f"post-build test of {wheel.name} failed (exit {proc.returncode}):\n{output[-3000:]}")

@@ -134,7 +134,13 @@ def _host_tools() -> tuple[Path, str, Path, str, str]:
         )
     assert cxx and cmake and ninja
     cmake_version = _first_line([cmake, "--version"]).split()[-1]
-    return Path(cxx).resolve(), _first_line([cxx, "--version"]), Path(cmake), cmake_version, _first_line([ninja, "--version"])
+    return (
+        Path(cxx).resolve(),
+        _first_line([cxx, "--version"]),
+        Path(cmake),
+        cmake_version,
+        _first_line([ninja, "--version"]),
+    )
 
 
 def detect_toolchain(cuda: str | None) -> Toolchain:

@@ -25,7 +25,9 @@ def read_wheel(path: Path) -> WheelInfo:
     name, _, _, _ = parse_wheel_filename(path.name)
     with zipfile.ZipFile(path) as zf:
         names = zf.namelist()
-        dist_info = next(n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info") and n.endswith("/METADATA"))
+        dist_info = next(
+            n.split("/")[0] for n in names if n.split("/")[0].endswith(".dist-info") and n.endswith("/METADATA")
+        )
         metadata = HeaderParser().parsestr(zf.read(f"{dist_info}/METADATA").decode())
         wheel = HeaderParser().parsestr(zf.read(f"{dist_info}/WHEEL").decode())
     return WheelInfo(
@@ -38,7 +40,8 @@ def read_wheel(path: Path) -> WheelInfo:
     )
 
 
-def framework_dependencies(info: WheelInfo, frameworks: tuple[str, ...] = ("torch", "tensorflow", "tensorflow-cpu",
-                                                                         "tensorflow-gpu", "mxnet")) -> list[str]:
+def framework_dependencies(
+    info: WheelInfo, frameworks: tuple[str, ...] = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "mxnet")
+) -> list[str]:
     """Requirements on a framework: a Perseus wheel must have none (it never touches the user's framework)."""
     return [str(r) for r in info.requires if canonicalize_name(r.name).startswith(frameworks)]

@@ -55,7 +55,9 @@ def _remove_old_pages(root: Path) -> None:
 
 
 def _indexed(root: Path, project: str, path: str, sha256: str) -> IndexedFile:
-    return IndexedFile(project=project, path=path, sha256=sha256, requires_python=read_wheel(root / path).requires_python)
+    return IndexedFile(
+        project=project, path=path, sha256=sha256, requires_python=read_wheel(root / path).requires_python
+    )
 
 
 def build_index(release: str, dist_dir: Path = DIST_DIR) -> IndexResult:
@@ -83,9 +85,7 @@ def _publish(record: BuildRecord, root: Path) -> IndexResult:
     folders: dict[str, list[IndexedFile]] = {}
     for cell in record.built:
         assert cell.sha256 is not None
-        folders.setdefault(cell.folder, []).append(
-            _indexed(root, f"perseus_{cell.framework}", cell.path, cell.sha256)
-        )
+        folders.setdefault(cell.folder, []).append(_indexed(root, f"perseus_{cell.framework}", cell.path, cell.sha256))
     pages = list(write_index(root, None, [common_file]))
     for folder, files in sorted(folders.items()):
         pages += write_index(root, folder, [*files, common_file])
