@@ -18,6 +18,14 @@ def test_installed_wheel_metadata_names_the_release_and_never_torch(torch, ops):
     assert dist.requires == ["perseus-common==%s" % release]
 
 
+def test_wheel_holds_only_its_perseus_torch_subpackage(torch, ops):
+    files = [str(path) for path in metadata.distribution("perseus_torch").files]
+    installed = [f for f in files if ".dist-info" not in f and "__pycache__" not in f]
+    assert installed and all(f.startswith("perseus/torch/") for f in installed), installed
+    assert "perseus/__init__.py" not in files  # perseus-common owns the package root
+    assert {"perseus/torch/_perseus_ops.so", "perseus/torch/build_manifest.json", "perseus/torch/_native.py"} <= set(files)
+
+
 def test_manifest_describes_the_running_torch(torch, ops):
     manifest = _native.read_manifest()
     assert manifest["torch_version"] == torch.__version__

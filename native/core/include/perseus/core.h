@@ -127,7 +127,7 @@ PERSEUS_API perseus_status perseus_downsample_scatter(const void* src, void* dst
  * device pointers. nonfinite counters live in device memory and are ACCUMULATED into (atomicAdd):
  * zero them first. Without CUDA support every call returns PERSEUS_ERR_UNSUPPORTED. */
 PERSEUS_API int perseus_has_cuda(void);
-PERSEUS_API const char* perseus_cuda_architectures(void); /* e.g. "75;90", "" without CUDA */
+PERSEUS_API const char* perseus_cuda_architectures(void); /* e.g. "75-real 90", "" without CUDA */
 PERSEUS_API perseus_status perseus_cuda_compress(const float* src, void* dst, perseus_half_dtype dtype,
                                                  uint64_t n, float scale,
                                                  unsigned long long* nonfinite, void* stream);
