@@ -27,6 +27,11 @@ def _report_json(report: BuildReport) -> dict[str, object]:
     return {
         "seconds": round(report.seconds, 2),
         "core_builds": report.core_builds,
+        "cores": [
+            {"key": c.key, "backend": c.backend, "toolchain": c.toolchain, "reused": c.reused,
+             "seconds": round(c.seconds, 2)}
+            for c in report.cores
+        ],
         "record": str(report.record_path) if report.record_path else None,
         "common": {"path": str(report.common.path.name), "sha256": report.common.sha256, "reused": report.common.reused}
         if report.common
@@ -68,7 +73,8 @@ def _print_report(report: BuildReport) -> None:
     for f in report.failures:
         console.print(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
     console.print(
-        f"{len(report.results)} built, {len(report.failures)} failed, core compiled {report.core_builds}x, "
+        f"{len(report.results)} built, {len(report.failures)} failed, core compiled {report.core_builds}x"
+        f"{' (' + ', '.join(sorted({c.backend for c in report.cores})) + ')' if report.cores else ''}, "
         f"{report.seconds:.1f}s; record {report.record_path}"
     )
 

@@ -73,6 +73,7 @@ class BuildReport:
     common: CommonWheel | None = None
     results: list[CellResult] = field(default_factory=list)
     failures: list[CellFailure] = field(default_factory=list)
+    cores: list[CoreBuild] = field(default_factory=list)  # cores this run needed (built or reused)
     core_builds: int = 0  # cores compiled in this run (not reused)
     seconds: float = 0.0
     record_path: Path | None = None
@@ -107,6 +108,7 @@ class Builder:
     # -- the release ---------------------------------------------------------------------------
     def build(self, release: ReleaseInfo, plan: BuildPlan) -> BuildReport:
         started = time.perf_counter()
+        self._cores = {}
         report = BuildReport(release=release, plan=plan)
         root = mirror_root(release.version, self.dist_dir)
         self.progress(f"perseus-common {release.version}")
@@ -118,7 +120,8 @@ class Builder:
                 report.results.append(self._build_cell(cell_plan, report.common, root))
             except Exception as exc:  # one cell's failure must not hide the others' results
                 report.failures.append(CellFailure(cell_plan, f"{type(exc).__name__}: {exc}"))
-        report.core_builds = sum(1 for core in self._cores.values() if not core.reused)
+        report.cores = list(self._cores.values())
+        report.core_builds = sum(1 for core in report.cores if not core.reused)
         report.record_path = save_record(self._record(report, root), self.dist_dir)
         report.seconds = time.perf_counter() - started
         return report
