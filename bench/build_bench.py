@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiacc_build.build.cache import BuildCache
+from aiacc_build.build.core import RECIPE
 from aiacc_build.build.driver import Builder, BuildOptions, BuildReport
 from aiacc_build.build.frameworks import RegistryClient
 from aiacc_build.build.plan import BuildPlan, human_size, plan_cells
@@ -151,6 +152,10 @@ def main() -> None:
     native = work / "native"
     shutil.rmtree(native, ignore_errors=True)
     shutil.copytree(NATIVE_DIR, native, ignore=shutil.ignore_patterns("build", "build-*", "__pycache__", "*.egg-info"))
+    recipe = work / RECIPE
+    shutil.rmtree(recipe, ignore_errors=True)
+    if (NATIVE_DIR.parent / RECIPE).is_dir():  # the core of the copy is built through its conan recipe
+        shutil.copytree(NATIVE_DIR.parent / RECIPE, recipe, ignore=shutil.ignore_patterns("__pycache__"))
     targets = local_matrix(args.cells, work / "registry")
     cells = [p.cell.key for t in targets for p in t.plan.to_build]
     print(

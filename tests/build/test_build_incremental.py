@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from aiacc_build.build.cache import BuildCache
+from aiacc_build.build.core import RECIPE
 from aiacc_build.build.driver import Builder
 from aiacc_build.paths import NATIVE_DIR
 
@@ -23,7 +24,11 @@ def _touch(path: Path, comment: str) -> None:
 
 
 def _entries(root: Path) -> set[Path]:
-    return {p for p in root.glob("*/??/*") if not p.is_relative_to(root / "uv")}
+    return {
+        p
+        for p in root.glob("*/??/*")
+        if not p.is_relative_to(root / "uv") and not p.is_relative_to(root / "conan-home")
+    }
 
 
 @pytest.fixture
@@ -43,6 +48,8 @@ def shared_cache(local_build):
 def test_rebuilds_follow_exactly_what_changed(local_build, shared_cache, tmp_path):
     native = tmp_path / "native"
     shutil.copytree(NATIVE_DIR, native, ignore=shutil.ignore_patterns("build", "build-*", "__pycache__", "*.egg-info"))
+    if (NATIVE_DIR.parent / RECIPE).is_dir():  # the conan recipe builds the core of the native/ beside it
+        shutil.copytree(NATIVE_DIR.parent / RECIPE, tmp_path / RECIPE, ignore=shutil.ignore_patterns("__pycache__"))
     cache = shared_cache
     info, plan = local_build.release.info, local_build.plan
 
@@ -71,6 +78,7 @@ def test_rebuilds_follow_exactly_what_changed(local_build, shared_cache, tmp_pat
     _touch(native / "core" / "src" / "status.cpp", "// touched by test_build_incremental")
     report, result = build()
     assert report.core_builds == 1 and result.core is not None and not result.core.reused
+    assert result.core.backend == ("conan" if (tmp_path / RECIPE).is_dir() else "cmake")
     assert not result.reused and result.fingerprint != previous.fingerprint
     assert report.common.reused
     previous = result

@@ -28,8 +28,13 @@ def _report_json(report: BuildReport) -> dict[str, object]:
         "seconds": round(report.seconds, 2),
         "core_builds": report.core_builds,
         "cores": [
-            {"key": c.key, "backend": c.backend, "toolchain": c.toolchain, "reused": c.reused,
-             "seconds": round(c.seconds, 2)}
+            {
+                "key": c.key,
+                "backend": c.backend,
+                "toolchain": c.toolchain,
+                "reused": c.reused,
+                "seconds": round(c.seconds, 2),
+            }
             for c in report.cores
         ],
         "record": str(report.record_path) if report.record_path else None,
@@ -72,10 +77,12 @@ def _print_report(report: BuildReport) -> None:
             console.print(f"  [yellow]note[/]: {r.note}")
     for f in report.failures:
         console.print(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
+    rebuilt = sum(not r.reused for r in report.results)
+    backends = sorted({c.backend for c in report.cores})
     console.print(
-        f"{len(report.results)} built, {len(report.failures)} failed, core compiled {report.core_builds}x"
-        f"{' (' + ', '.join(sorted({c.backend for c in report.cores})) + ')' if report.cores else ''}, "
-        f"{report.seconds:.1f}s; record {report.record_path}"
+        f"{len(report.results)} cells ready ({rebuilt} built, {len(report.results) - rebuilt} from the cache), "
+        f"{len(report.failures)} failed, core compiled {report.core_builds}x"
+        f"{' (' + ', '.join(backends) + ')' if backends else ''}, {report.seconds:.1f}s; record {report.record_path}"
     )
 
 
