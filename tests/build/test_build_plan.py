@@ -10,7 +10,7 @@ from wheels_testkit import LOCAL_CELL, LOCAL_TORCH_FILE, RELEASE, torch_cell
 
 from aiacc_build.build.frameworks import RegistryClient, find_local, pinned, wheel_fits
 from aiacc_build.build.plan import CellStatus, plan_cell, plan_cells
-from aiacc_build.build.toolchain import find_interpreter
+from aiacc_build.build.toolchain import find_cuda_compiler, find_interpreter
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild
 
 needs_local_torch = pytest.mark.skipif(not Path(LOCAL_TORCH_FILE).is_file(), reason="torch 2.13.0+cpu not on this disk")
@@ -158,3 +158,25 @@ def test_registry_sizes_a_deferred_cell_and_keeps_the_answer(native, tmp_path):
     # kept on disk: the same question offline gets the same answer
     again = plan_cell(cell, None, RegistryClient(tmp_path / "registry", offline=True), native)
     assert again.framework == plan.framework
+
+
+def test_local_index_is_on_disk_but_not_the_default(native, offline, tmp_path):
+    """A file:// index of pip's (like /opt/pypi-more): no download, built only when selected."""
+    files, simple = tmp_path / "files", tmp_path / "simple" / "torch"
+    files.mkdir()
+    simple.mkdir(parents=True)
+    name = "torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl"
+    (files / name).write_bytes(b"\0" * 1234)
+    (simple / "index.html").write_text(f'<a href="../../files/{name}#sha256={"ab" * 32}">{name}</a>')
+    cell = torch_cell("2.14.1", "13.0", "3.11", variant=None)
+    if find_interpreter("3.11") is None or find_cuda_compiler("13.0") is None:
+        pytest.skip("needs Python 3.11 and nvcc 13.0")
+    default = plan_cell(cell, None, offline, native, local_dirs=[], index_dirs=[tmp_path / "simple"])
+    assert default.status is CellStatus.DEFERRED and default.buildable_here
+    assert default.framework is not None and default.framework.source == "local-index"
+    assert default.framework.location == str(files / name) and default.framework.sha256 == "ab" * 32
+    assert default.download_size == 0 and "in a local index" in default.reason
+    chosen = plan_cell(cell, True, offline, native, local_dirs=[], index_dirs=[tmp_path / "simple"])
+    assert chosen.status is CellStatus.BUILD
+    nowhere = plan_cell(cell, True, offline, native, local_dirs=[], index_dirs=[])
+    assert nowhere.status is CellStatus.DEFERRED and "offline" in nowhere.reason

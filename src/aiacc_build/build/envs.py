@@ -17,7 +17,7 @@ from pathlib import Path
 from uv import find_uv_bin
 
 from .cache import BuildCache
-from .frameworks import FrameworkArtifact, local_wheel_dirs
+from .frameworks import FrameworkArtifact, local_index_dirs, local_wheel_dirs
 from .toolchain import Interpreter
 
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest a zip archive can say
@@ -94,12 +94,18 @@ def install(
     find_links: Sequence[Path] = (),
     log: Path | None = None,
 ) -> None:
-    """Install into `venv`; local find-links (pip's config) are offered first so local files win."""
+    """Install into `venv` from what pip here is configured with: its find-links and local (file://)
+    indexes beside the default index, the best version across all of them (pip's own semantics).
+    """
     args = ["pip", "install", "--quiet", "--python", str(venv.python)]
     for folder in [*find_links, *local_wheel_dirs()]:
         args += ["--find-links", str(folder)]
     if no_index:
         args.append("--no-index")
+    else:
+        for index in local_index_dirs():
+            args += ["--extra-index-url", index.as_uri()]
+        args += ["--index-strategy", "unsafe-best-match"]
     run_uv([*args, *requirements], cache, log=log)
 
 

@@ -41,11 +41,12 @@ class FrameworkArtifact:
     location: str  # absolute path for a local file, URL for a registry file
     size: int | None
     sha256: str | None
-    source: str  # "local" or "registry"
+    source: str  # "local" (pip find-links), "local-index" (a file:// index) or "registry"
 
     @property
     def is_local(self) -> bool:
-        return self.source == "local"
+        """On this disk: nothing to download."""
+        return self.source != "registry"
 
     @property
     def identity(self) -> dict[str, str | int | None]:
@@ -112,8 +113,8 @@ def _pip_config_files() -> list[Path]:
     return files
 
 
-def local_wheel_dirs() -> list[Path]:
-    """pip's find-links directories (config files and PIP_FIND_LINKS): the frameworks 'on this disk'."""
+def _pip_setting(option: str, env_var: str) -> list[str]:
+    """Every value of a pip option from its config files (global/install/download) and environment."""
     values: list[str] = []
     for path in _pip_config_files():
         if not path.is_file():
@@ -124,10 +125,13 @@ def local_wheel_dirs() -> list[Path]:
         except configparser.Error:
             continue
         for section in ("global", "install", "download"):
-            if parser.has_option(section, "find-links"):
-                values.extend(parser.get(section, "find-links").split())
-    values.extend(os.environ.get("PIP_FIND_LINKS", "").split())
-    values.extend(os.environ.get("AIACC_FIND_LINKS", "").split())
+            if parser.has_option(section, option):
+                values.extend(parser.get(section, option).split())
+    values.extend(os.environ.get(env_var, "").split())
+    return values
+
+
+def _local_dirs(values: list[str]) -> list[Path]:
     dirs: list[Path] = []
     for value in values:
         parsed = urlparse(value)
@@ -136,6 +140,46 @@ def local_wheel_dirs() -> list[Path]:
             if path.is_dir() and path not in dirs:
                 dirs.append(path)
     return dirs
+
+
+def local_wheel_dirs() -> list[Path]:
+    """pip's find-links directories (config files, PIP_FIND_LINKS): the frameworks the default build takes."""
+    return _local_dirs(_pip_setting("find-links", "PIP_FIND_LINKS") + os.environ.get("AIACC_FIND_LINKS", "").split())
+
+
+def local_index_dirs() -> list[Path]:
+    """pip's indexes that are directories on this disk (file:// index-url / extra-index-url, PEP 503)."""
+    values = _pip_setting("index-url", "PIP_INDEX_URL") + _pip_setting("extra-index-url", "PIP_EXTRA_INDEX_URL")
+    return _local_dirs([v for v in values if v.startswith("file:")])
+
+
+def find_in_local_index(
+    cell_build: FrameworkBuild, python: str, arch: str, dirs: list[Path] | None = None
+) -> FrameworkArtifact | None:
+    """The exact framework wheel in a local PEP 503 index (its page links files on this disk)."""
+    project, version = pinned(cell_build)
+    for index in local_index_dirs() if dirs is None else dirs:
+        page = index / canonicalize_name(project) / "index.html"
+        if not page.is_file():
+            continue
+        parser = _AnchorParser()
+        parser.feed(page.read_text(errors="replace"))
+        for href in parser.hrefs:
+            link, fragment = urldefrag(href)
+            if urlparse(link).scheme not in ("", "file"):
+                continue
+            path = (page.parent / urlparse(link).path).resolve()
+            if path.is_file() and wheel_fits(path.name, project, version, python, arch):
+                return FrameworkArtifact(
+                    project=canonicalize_name(project),
+                    version=str(version),
+                    filename=path.name,
+                    location=str(path),
+                    size=path.stat().st_size,
+                    sha256=fragment.split("=", 1)[1] if fragment.startswith("sha256=") else None,
+                    source="local-index",
+                )
+    return None
 
 
 def find_local(
@@ -285,10 +329,19 @@ def find_in_registry(cell_build: FrameworkBuild, python: str, arch: str, client:
 
 
 def resolve_framework(
-    cell: Cell, python: str, client: RegistryClient, local_dirs: list[Path] | None = None
+    cell: Cell,
+    python: str,
+    client: RegistryClient,
+    local_dirs: list[Path] | None = None,
+    index_dirs: list[Path] | None = None,
 ) -> Resolution:
-    """The exact framework wheel for a cell built with `python`: local disk first, then its registry."""
+    """The exact framework wheel for a cell built with `python`: pip's find-links, local indexes, the registry.
+
+    `local_dirs` / `index_dirs` replace pip's configured find-links / file:// indexes (None: pip's).
+    """
     local = find_local(cell.build, python, cell.arch.value, local_dirs)
+    if local is None:
+        local = find_in_local_index(cell.build, python, cell.arch.value, index_dirs)
     if local is not None:
         return Resolution(local)
     return find_in_registry(cell.build, python, cell.arch.value, client)

@@ -90,6 +90,7 @@ def plan_cell(
     client: RegistryClient,
     native_dir: Path = NATIVE_DIR,
     local_dirs: list[Path] | None = None,
+    index_dirs: list[Path] | None = None,
 ) -> CellPlan:
     """Plan one cell. `selected`: True/False from a --cells selection, None for the default (on disk)."""
 
@@ -118,7 +119,7 @@ def plan_cell(
     if interpreter is None:
         return deferred(f"no Python {' / '.join(pythons)} interpreter on this machine", cuda_compiler=compiler)
 
-    resolution = resolve_framework(cell, interpreter.python, client, local_dirs)
+    resolution = resolve_framework(cell, interpreter.python, client, local_dirs, index_dirs)
     found = {"build_python": interpreter.python, "interpreter": interpreter, "cuda_compiler": compiler}
     if resolution.artifact is None:
         return deferred(f"framework {cell.build.requirement}: {resolution.problem}", **found)
@@ -127,7 +128,8 @@ def plan_cell(
     if problem:
         return deferred(problem, framework=artifact, **found)
 
-    wanted = artifact.is_local if selected is None else selected
+    # The default build takes only pip's find-links (/opt/wheels): quick, and what CI runs.
+    wanted = artifact.source == "local" if selected is None else selected
     if wanted:
         where = "on local disk" if artifact.is_local else f"download {human_size(artifact.size)}"
         return CellPlan(
@@ -140,6 +142,10 @@ def plan_cell(
         )  # type: ignore[arg-type]
     if selected is False:
         reason = "not selected"
+    elif artifact.is_local:
+        reason = (
+            f"framework {artifact.filename} in a local index ({human_size(artifact.size)}): build here with --cells"
+        )
     else:
         reason = f"framework not on local disk (download {human_size(artifact.size)}): build here with --cells"
     return CellPlan(
