@@ -64,7 +64,9 @@ def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
     else:
         if cell.cuda is not None:
             if _modern(cell.cuda):
-                channels.append("nvidia")
+                # conda-forge's constraint package; the pip framework brings its CUDA wheels. No
+                # `nvidia` channel: nothing here comes from it, and listed first it would shadow
+                # conda-forge's cuda-version under strict channel priority.
                 deps.append(f"cuda-version={cell.cuda}")
             else:
                 # pip builds of TensorFlow / MXNet of that era load the system CUDA and cuDNN; torch
