@@ -56,3 +56,23 @@ bootstrap_tool() {  # the build tool and its test dependencies in .venv
   "$VENV/bin/python" -m pip install -q --upgrade pip
   "$VENV/bin/python" -m pip install -q -e "$REPO_ROOT[test]"
 }
+
+native_core_ctest() {  # configure + build native/ (CUDA kernels when nvcc is there) and run ctest
+  apt_install libgtest-dev
+  local cuda_args=(-DPERSEUS_WITH_CUDA=OFF)
+  if [ -x /usr/local/cuda/bin/nvcc ]; then
+    # CI compiles two architectures; -DPERSEUS_CUDA_ARCHITECTURES=full builds sm_75 .. sm_120
+    cuda_args=(-DPERSEUS_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc
+               "-DPERSEUS_CUDA_ARCHITECTURES=${PERSEUS_CUDA_ARCHITECTURES:-75-real;90}")
+  fi
+  cmake -S "$REPO_ROOT/native" -B "$REPO_ROOT/native/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
+  cmake --build "$REPO_ROOT/native/build" -j2
+  ctest --test-dir "$REPO_ROOT/native/build" -j2 --output-on-failure
+}
+
+torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_torch binding into .venv
+  "$VENV/bin/python" -m pip install -q torch==2.13.0 numpy scikit-build-core ninja
+  "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"
+  "$VENV/bin/python" -m pip install -q --no-build-isolation -C "build-dir=$REPO_ROOT/native/build-torch" \
+    "$REPO_ROOT/native/bindings/torch"
+}

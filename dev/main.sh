@@ -5,4 +5,6 @@ cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
 stage render "$VENV/bin/aiacc-build" render
+stage build-wheels "$VENV/bin/aiacc-build" build
+stage index-mirror "$VENV/bin/aiacc-build" index
 stage_summary

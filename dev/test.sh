@@ -4,5 +4,8 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
+stage native-core native_core_ctest
+stage torch-binding torch_binding
+[ "$#" -gt 0 ] || stage build-local-cell "$VENV/bin/aiacc-build" build --dist "$REPO_ROOT/build/test-dist"
 stage pytest "$VENV/bin/python" -m pytest "$@"
 stage_summary

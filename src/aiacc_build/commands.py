@@ -11,6 +11,7 @@ COMMAND_MODULES: list[str] = [
     "matrix.cli",
     "render.cli",
     "checks.cli",
+    "build.cli",
 ]
 
 

@@ -6,6 +6,7 @@ tests in tests/test_naming.py pin the seed's exact names.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 from .model import Cell, CellGroup, Framework, ReleaseInfo
@@ -98,6 +99,31 @@ def wheel_url(cell: Cell, mirror_url: str | None = None) -> str:
 def common_wheel_filename(release: ReleaseInfo) -> str:
     """perseus-common: the pure-Python runtime every framework wheel requires, one per release."""
     return f"{COMMON_DISTRIBUTION}-{release.version}-py3-none-any.whl"
+
+
+MANIFEST_FILENAME = "manifest.json"
+CHECKSUMS_FILENAME = "SHA256SUMS"
+SIMPLE_INDEX_DIR = "simple"
+
+
+def simple_project_name(distribution: str) -> str:
+    """PEP 503 project name: `perseus_torch` -> `perseus-torch`."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def simple_index_page(folder: str | None, project: str) -> str:
+    """Path of a project's PEP 503 page: `cpu/simple/perseus-torch/index.html`; folder None: the root index."""
+    return f"{simple_index_dir(folder)}{simple_project_name(project)}/index.html"
+
+
+def simple_index_dir(folder: str | None) -> str:
+    """A folder's index directory from the mirror root, `cpu/simple/`; folder None: the root index `simple/`."""
+    return f"{folder}/{SIMPLE_INDEX_DIR}/" if folder else f"{SIMPLE_INDEX_DIR}/"
+
+
+def simple_index_url(mirror_url: str, folder: str | None) -> str:
+    """The `--index-url` of a folder (`<mirror>/cpu/simple/`) or of the root index (folder None)."""
+    return f"{mirror_url.rstrip('/')}/{simple_index_dir(folder)}"
 
 
 def conda_filename(cell: Cell, python: str) -> str:

@@ -1,0 +1,108 @@
+// CPU kernels of the perseus ops: the core's dispatched kernels, split over torch's intra-op threads
+// (at::parallel_for; one thread under torch.set_num_threads(1)).
+#include <ATen/Parallel.h>
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <torch/library.h>
+
+#include <atomic>
+
+#include "common.h"
+#include "perseus/core.h"
+
+namespace perseus_torch {
+namespace {
+
+// Chunks this large keep the core's streaming stores (>= 4 MB of output) in every chunk.
+constexpr int64_t kGrain = int64_t(1) << 22;
+
+at::Tensor count_tensor(uint64_t count) {
+  return at::scalar_tensor(static_cast<int64_t>(count), at::TensorOptions().dtype(at::kLong));
+}
+
+at::Tensor compress_cpu(const at::Tensor& src, at::Tensor& dst, double scale) {
+  const perseus_half_dtype dtype = check_compress(src, dst, "compress");
+  const auto fscale = static_cast<float>(scale);
+  // validates scale and the dispatch choice once, before any thread starts
+  check_status(perseus_compress(nullptr, nullptr, dtype, 0, fscale, nullptr), "compress");
+  const float* in = src.data_ptr<float>();
+  auto* out = static_cast<uint16_t*>(dst.data_ptr());
+  std::atomic<uint64_t> total{0};
+  at::parallel_for(0, src.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    uint64_t count = 0;
+    perseus_compress(in + begin, out + begin, dtype, static_cast<uint64_t>(end - begin), fscale, &count);
+    total += count;
+  });
+  return count_tensor(total.load());
+}
+
+at::Tensor decompress_cpu(const at::Tensor& src, at::Tensor& dst, double scale, int64_t world_size) {
+  const perseus_half_dtype dtype = check_decompress(src, dst, "decompress");
+  const auto fscale = static_cast<float>(scale);
+  check_status(perseus_decompress(nullptr, dtype, nullptr, 0, fscale, world_size, nullptr), "decompress");
+  const auto* in = static_cast<const uint16_t*>(src.data_ptr());
+  float* out = dst.data_ptr<float>();
+  std::atomic<uint64_t> total{0};
+  at::parallel_for(0, src.numel(), kGrain, [&](int64_t begin, int64_t end) {
+    uint64_t count = 0;
+    perseus_decompress(in + begin, dtype, out + begin, static_cast<uint64_t>(end - begin), fscale, world_size, &count);
+    total += count;
+  });
+  return count_tensor(total.load());
+}
+
+void pack_cpu(at::TensorList tensors, at::Tensor& flat) {
+  const PackPlan plan = check_pack(tensors, flat, "pack");
+  check_status(perseus_pack(plan.srcs.data(), plan.nbytes.data(), plan.nbytes.size(), flat.data_ptr()), "pack");
+}
+
+void unpack_cpu(const at::Tensor& flat, at::TensorList tensors) {
+  const PackPlan plan = check_pack(tensors, flat, "unpack");
+  check_status(perseus_unpack(flat.data_ptr(), plan.dsts.data(), plan.nbytes.data(), plan.nbytes.size()), "unpack");
+}
+
+void downsample_gather_cpu(const at::Tensor& src, at::Tensor& dst, int64_t n, int64_t step) {
+  check_gather(src, dst, n, step, "downsample_gather");
+  check_status(perseus_downsample_gather(src.data_ptr(), dst.data_ptr(), src.element_size(),
+                                         static_cast<uint64_t>(src.numel()), n, static_cast<uint64_t>(step)),
+               "downsample_gather");
+}
+
+void downsample_gather_momentum_cpu(const at::Tensor& src, at::Tensor& residual, at::Tensor& dst, int64_t n,
+                                    int64_t step, double momentum) {
+  const char* op = "downsample_gather_momentum";
+  check_float32(src, op, "src");
+  check_float32(residual, op, "residual");
+  check_same_device(src, residual, op);
+  check_same_numel(src, residual, op);
+  check_contiguous(residual, op, "residual");
+  check_no_overlap(residual, dst, op);
+  check_no_overlap(residual, src, op);
+  check_gather(src, dst, n, step, op);
+  check_status(perseus_downsample_gather_momentum(src.data_ptr<float>(), residual.data_ptr<float>(),
+                                                  dst.data_ptr<float>(), static_cast<uint64_t>(src.numel()), n,
+                                                  static_cast<uint64_t>(step), static_cast<float>(momentum)),
+               op);
+}
+
+void downsample_scatter_cpu(const at::Tensor& src, at::Tensor& dst, int64_t n, int64_t step, bool zero_unsent) {
+  check_gather(dst, src, n, step, "downsample_scatter");
+  check_status(perseus_downsample_scatter(src.data_ptr(), dst.data_ptr(), dst.element_size(),
+                                          static_cast<uint64_t>(dst.numel()), n, static_cast<uint64_t>(step),
+                                          zero_unsent ? 1 : 0),
+               "downsample_scatter");
+}
+
+}  // namespace
+}  // namespace perseus_torch
+
+TORCH_LIBRARY_IMPL(perseus, CPU, m) {
+  using namespace perseus_torch;
+  m.impl("compress", &compress_cpu);
+  m.impl("decompress", &decompress_cpu);
+  m.impl("pack", &pack_cpu);
+  m.impl("unpack", &unpack_cpu);
+  m.impl("downsample_gather", &downsample_gather_cpu);
+  m.impl("downsample_gather_momentum", &downsample_gather_momentum_cpu);
+  m.impl("downsample_scatter", &downsample_scatter_cpu);
+}
