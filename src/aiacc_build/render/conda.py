@@ -1,7 +1,8 @@
 """Conda environment files: one per (cell, environment Python), named by naming.conda_filename.
 
-Conda supplies Python, pip and the CUDA runtime; the framework comes from conda where its channel
-has that exact build (PyTorch up to 2.5 on the `pytorch` channel), else from pip with the cell's exact
+Conda supplies Python, pip and the CUDA runtime; the framework comes from conda where a channel
+has that exact build (PyTorch 1.5.1 to 2.5 on `pytorch`, 1.8.2 LTS on `pytorch-lts`, for the Pythons
+those builds exist for: the table conda/packages.yaml says), else from pip with the cell's exact
 requirement; the Perseus wheels always come from the mirror through pip.
 """
 
@@ -12,18 +13,15 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from .. import naming
+from ..checks.conda_table import default_conda_table
 from ..model import Cell, Framework
 from . import pip
 from .output import RenderedFile
 from .templates import render
 
-# The era boundary: CUDA toolkits before 11.8 ship as conda's `cudatoolkit` metapackage; from 11.8
-# on NVIDIA's split packages pinned by `cuda-version` (and PyTorch's `pytorch-cuda`) replace it.
+# For a framework from pip: CUDA toolkits before 11.8 come as conda's `cudatoolkit` metapackage;
+# from 11.8 on NVIDIA's split packages pinned by `cuda-version` replace it.
 MODERN_CUDA = Version("11.8")
-# PyTorch's own conda channel stopped publishing with 2.5; later versions come from pip.
-LAST_TORCH_ON_CONDA = Version("2.5.1")
-# LTS releases live on their own channel.
-TORCH_CHANNEL_BY_VERSION = {"1.8.2": "pytorch-lts"}
 
 
 @dataclass(frozen=True)
@@ -39,8 +37,11 @@ def _modern(cuda: str) -> bool:
     return Version(cuda) >= MODERN_CUDA
 
 
-def _torch_from_conda(cell: Cell) -> bool:
-    return cell.framework is Framework.TORCH and Version(cell.framework_version) <= LAST_TORCH_ON_CONDA
+def _torch_conda_channel(cell: Cell, python: str) -> str | None:
+    """The conda channel with this exact PyTorch build for `python`; None: PyTorch comes from pip."""
+    if cell.framework is not Framework.TORCH:
+        return None
+    return default_conda_table().pytorch_channel(cell.framework_version, cell.cuda, python)
 
 
 def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
@@ -49,12 +50,13 @@ def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
     channels: list[str] = []
     deps: list[str] = [f"python={python}", "pip"]
     pip_lines: list[str] = []
-    if _torch_from_conda(cell):
-        channels.append(TORCH_CHANNEL_BY_VERSION.get(cell.framework_version, "pytorch"))
+    torch_channel = _torch_conda_channel(cell, python)
+    if torch_channel is not None:
+        channels.append(torch_channel)
         deps.append(f"pytorch={cell.framework_version}")
         if cell.cuda is None:
             deps.append("cpuonly")
-        elif _modern(cell.cuda):
+        elif default_conda_table().pytorch_cuda_era(cell.framework_version):
             channels.append("nvidia")
             deps.append(f"pytorch-cuda={cell.cuda}")
         else:
@@ -62,11 +64,16 @@ def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
     else:
         if cell.cuda is not None:
             if _modern(cell.cuda):
-                channels.append("nvidia")
+                # conda-forge's constraint package; the pip framework brings its CUDA wheels. No
+                # `nvidia` channel: nothing here comes from it, and listed first it would shadow
+                # conda-forge's cuda-version under strict channel priority.
                 deps.append(f"cuda-version={cell.cuda}")
             else:
-                # pip builds of TensorFlow / MXNet of that era load the system CUDA and cuDNN.
-                deps += [f"cudatoolkit={cell.cuda}", "cudnn"]
+                # pip builds of TensorFlow / MXNet of that era load the system CUDA and cuDNN; torch
+                # wheels bundle their cuDNN, the binding still needs the toolkit's libcudart.
+                deps.append(f"cudatoolkit={cell.cuda}")
+                if cell.framework is not Framework.TORCH:
+                    deps.append("cudnn")
         for variant in variants:
             for line in _pip_option_lines(variant):
                 if line not in pip_lines:
