@@ -4,4 +4,5 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
+stage render "$VENV/bin/aiacc-build" render
 stage_summary

@@ -7,7 +7,10 @@ import importlib
 import click
 
 # Each module exposes `register(cli: click.Group) -> None`.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "matrix.cli",
+    "render.cli",
+]
 
 
 def register_all(cli: click.Group) -> None:
