@@ -10,6 +10,7 @@ import click
 COMMAND_MODULES: list[str] = [
     "matrix.cli",
     "render.cli",
+    "images.cli",
 ]
 
 

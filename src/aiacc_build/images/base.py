@@ -28,10 +28,6 @@ class DebianBase:
     mirror: str = "http://deb.debian.org/debian"
     packages: tuple[str, ...] = ("ca-certificates",)
 
-    @property
-    def image(self) -> str:
-        return f"perseus-base:{self.os_type}"
-
 
 DEBIAN_BASES = {"debian12": DebianBase("debian12", "bookworm"), "debian13": DebianBase("debian13", "trixie")}
 
@@ -47,10 +43,10 @@ def debian_base(os_type: str) -> DebianBase:
         ) from None
 
 
-def ensure_base_image(client: docker.DockerClient, base: DebianBase, work_dir: Path) -> str:
-    """Return the image id of `base.image`, making it with debootstrap when it does not exist yet."""
+def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str, work_dir: Path) -> str:
+    """Return the id of `image` (naming.local_base_image), made with debootstrap when it does not exist yet."""
     try:
-        return client.images.get(base.image).id
+        return client.images.get(image).id
     except docker.errors.ImageNotFound:
         pass
     if shutil.which("debootstrap") is None:
@@ -65,8 +61,8 @@ def ensure_base_image(client: docker.DockerClient, base: DebianBase, work_dir: P
         raise BaseImageError(f"debootstrap {base.suite} failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
     try:
         tarball = subprocess.run(["tar", "-C", str(root), "-c", "."], capture_output=True, check=True).stdout
-        repository, tag = base.image.split(":")
+        repository, tag = image.split(":")
         client.api.import_image_from_data(tarball, repository=repository, tag=tag)
-        return client.images.get(base.image).id
+        return client.images.get(image).id
     finally:
         shutil.rmtree(root, ignore_errors=True)

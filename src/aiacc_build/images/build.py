@@ -37,6 +37,7 @@ def build_image(
     tag: str,
     buildargs: dict[str, str] | None = None,
     on_line: Callable[[str], None] | None = None,
+    network_mode: str | None = None,
 ) -> BuildResult:
     """Build `context/dockerfile` as `tag` (classic builder: the Debian engine ships no buildx)."""
     start = time.monotonic()
@@ -44,7 +45,8 @@ def build_image(
     image_id = None
     log_tail: list[str] = []
     for chunk in client.api.build(
-        path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs or {}, rm=True, decode=True, pull=False
+        path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs or {}, rm=True, decode=True, pull=False,
+        network_mode=network_mode,
     ):
         if "error" in chunk:
             raise ImageBuildError(f"building {tag} failed: {chunk['error'].strip()}\n" + "".join(log_tail[-30:]))
