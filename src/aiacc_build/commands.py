@@ -12,6 +12,7 @@ COMMAND_MODULES: list[str] = [
     "render.cli",
     "checks.cli",
     "build.cli",
+    "images.cli",
 ]
 
 

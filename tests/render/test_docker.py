@@ -32,8 +32,8 @@ def test_local_images_only_for_cells_built_here_with_the_base_python():
     assert [c.arch.value for c in cuda.variants] == ["x86_64"]  # aarch64 is not built on an x86_64 host
     assert cuda.args["BASE_IMAGE"] == "perseus-base:debian12-cuda13.0"
     assert cuda.args["PERSEUS_WHEELS"].split() == [
-        "/wheelhouse/perseus_common-2.0.0-py3-none-any.whl",
-        "/wheelhouse/cuda130/perseus_torch-2.0.0+2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "perseus_common-2.0.0-py3-none-any.whl",
+        "cuda130/perseus_torch-2.0.0%2B2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl",
     ]
     no_pythons = BuildHost(arch="x86_64", pythons=frozenset())
     assert not [i for i in docker_images(modern_cells(), no_pythons) if i.local]

@@ -26,12 +26,9 @@ DOCKER_RUN_ARGS = "--shm-size=1g --ulimit memlock=-1"
 MICROMAMBA_IMAGE = "mambaorg/micromamba:2.3.3"
 # The system Python of each local Debian base: local images exist for that Python only.
 LOCAL_SYSTEM_PYTHON = {"debian12": "3.11", "debian13": "3.13"}
-# The host CA bundle handed to local builds as a BuildKit secret (HTTPS is intercepted here).
-LOCAL_CA_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
-# Local images install the wheels built here, from <release folder>/wheelhouse/ laid out like the
-# mirror (naming.wheel_path), bound into the build as the named context `wheelhouse`.
-LOCAL_WHEELHOUSE = "wheelhouse"
-LOCAL_WHEELHOUSE_MOUNT = "/wheelhouse"
+# Build arguments of local images that only exist at build time (`aiacc-build images build` sets
+# them: loopback URLs of the wheelhouse and the mirror, and the digests of the wheels it built).
+LOCAL_BUILD_TIME_ARGS = ("PIP_FIND_LINKS", "PERSEUS_MIRROR", "PERSEUS_WHEEL_SHA256")
 
 _PLATFORMS = {Arch.X86_64: "linux/amd64", Arch.AARCH64: "linux/arm64"}
 PUBLISHED_DOCKERFILE = "Dockerfile"
@@ -79,7 +76,8 @@ def _image_args(cell: Cell, os_type: str, python: str, local: bool) -> dict[str,
     wheels = (naming.common_wheel_path(cell.release), naming.wheel_path(cell))
     return args | {
         "FRAMEWORK_PIP_ARGS": " ".join(pip_args),
-        "PERSEUS_WHEELS": " ".join(f"{LOCAL_WHEELHOUSE_MOUNT}/{w}" for w in wheels),
+        # Mirror paths, URL-encoded (`+` -> `%2B`): the Dockerfile joins them to PERSEUS_MIRROR.
+        "PERSEUS_WHEELS": " ".join(naming.url_path(w) for w in wheels),
     }
 
 
@@ -148,8 +146,8 @@ def bake_document(images: list[DockerImage], builders: list[BuilderImage]) -> di
             "platforms": [_PLATFORMS[c.arch] for c in image.variants],
         }
         if image.local:
-            target["contexts"] = {"wheelhouse": LOCAL_WHEELHOUSE}
-            target["secret"] = [f"id=pip_cert,src={LOCAL_CA_BUNDLE}"]
+            # The loopback servers of `aiacc-build images build` must be reachable from the build.
+            target["network"] = "host"
         if image.target in targets:
             raise ValueError(f"two images share the bake target {image.target}")
         targets[image.target] = target
