@@ -45,7 +45,7 @@ class LaunchFailed(AssertionError):
     pass
 
 
-def launch(script: str, nprocs: int, args: Sequence[str] = (), env: Optional[Dict[str, str]] = None,
+def launch(script: str, nprocs: int, args: Sequence[str] = (), env: Optional[Dict[str, Optional[str]]] = None,
            local_size: Optional[int] = None, timeout: float = 120.0, check: bool = True) -> List[RankResult]:
     """Start `nprocs` ranks of workers/<script>; wait for all; return their results."""
     local_size = local_size or nprocs
@@ -63,8 +63,13 @@ def launch(script: str, nprocs: int, args: Sequence[str] = (), env: Optional[Dic
                 "PYTHONPATH": python_path(), "PERSEUS_TEST_OUT": os.path.join(tmp, "rank{}.json".format(rank)),
                 "OMP_NUM_THREADS": "1", "PYTHONWARNINGS": "default",
             })
-            rank_env.update(env or {})
-            procs.append(subprocess.Popen([sys.executable, str(WORKERS / script)] + list(args), env=rank_env,
+            for name, value in (env or {}).items():  # None removes a variable
+                if value is None:
+                    rank_env.pop(name, None)
+                else:
+                    rank_env[name] = value
+            path = Path(script) if os.path.isabs(script) else WORKERS / script
+            procs.append(subprocess.Popen([sys.executable, str(path)] + list(args), env=rank_env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           start_new_session=True))
         deadline = time.monotonic() + timeout
@@ -75,6 +80,10 @@ def launch(script: str, nprocs: int, args: Sequence[str] = (), env: Optional[Dic
                 out, err = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 timed_out = True
+                for other in procs:  # stacks first (workers dump them on SIGUSR1), then kill
+                    if other.poll() is None:
+                        os.kill(other.pid, signal.SIGUSR1)
+                time.sleep(1.0)
                 for other in procs:
                     if other.poll() is None:
                         os.killpg(other.pid, signal.SIGKILL)

@@ -1,8 +1,13 @@
 """Helpers for worker scripts: write this rank's results for the test process."""
 
+import faulthandler
 import json
 import os
+import signal
 from typing import Any, Dict
+
+# The harness sends SIGUSR1 before it kills a rank that timed out: dump every thread's stack.
+faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def emit(result: Dict[str, Any]) -> None:

@@ -21,6 +21,7 @@ Per group and step:
 
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -133,6 +134,23 @@ def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -
     return groups
 
 
+def adjacent_view(tensors: Sequence[torch.Tensor]) -> Optional[torch.Tensor]:
+    """A 1-D view over `tensors` when they lie back to back in one storage (in this order), else None."""
+    first = tensors[0]
+    storage = first.untyped_storage() if hasattr(first, "untyped_storage") else first.storage()
+    expected = first.data_ptr()
+    total = 0
+    for t in tensors:
+        if not t.is_contiguous() or t.dtype != first.dtype or t.device != first.device or t.data_ptr() != expected:
+            return None
+        expected += t.numel() * t.element_size()
+        total += t.numel()
+    end = (first.storage_offset() + total) * first.element_size()
+    if end > storage.nbytes():
+        return None
+    return first.new_empty(0).set_(storage, first.storage_offset(), (total,), (1,))
+
+
 GroupCallback = Callable[[Optional[BaseException]], None]
 
 
@@ -172,6 +190,7 @@ class Engine:
             for m in group.members:
                 self.group_of[m] = group.index
         self.collectives = 0  # collectives issued by this rank so far (all levels)
+        self.last_finished_at: Optional[float] = None  # when the last step's reduction finished
         self._lock = threading.Lock()
         self._steps_started = 0
         self._comm_steps = 0
@@ -187,8 +206,11 @@ class Engine:
     def begin_step(self, force_communicate: bool = False) -> _Step:
         """Start a step; the previous one must be finished."""
         with self._lock:
-            if self._step is not None and not self._step.finished.is_set():
-                raise RuntimeError("perseus: a new gradient step began before the previous one finished")
+            current = self._step
+            if current is not None and not current.finished.is_set():
+                if current.tensors:
+                    raise RuntimeError("perseus: a new gradient step began before the previous one finished")
+                self._steps_started -= 1  # nothing was reported yet: this step replaces it
             n = self.cfg.accumulate_n_steps
             communicate = force_communicate or (self._steps_started % n) == n - 1
             self._steps_started += 1
@@ -280,10 +302,15 @@ class Engine:
             finished = step.remaining == 0
             if finished and step.communicate:
                 self._comm_steps += 1
+        if finished:  # before the callbacks: they release whoever starts the next step
+            self.last_finished_at = time.perf_counter()
+            step.finished.set()
         for callback in callbacks:
             callback(error)
-        if finished:
-            step.finished.set()
+
+    def local_seconds(self) -> Optional[float]:
+        """Time since the previous step's reduction finished (this rank's own work since then)."""
+        return None if self.last_finished_at is None else time.perf_counter() - self.last_finished_at
 
     @property
     def comm_steps(self) -> int:
@@ -356,8 +383,11 @@ class _StreamWorker:
     def _run(self, group: FusionGroup, step: _Step) -> None:
         engine, cfg = self.engine, self.engine.cfg
         tensors = [step.tensors[m] for m in group.members]
-        flat = group.buffer("flat", group.numel, group.dtype)
-        _kernels.pack(tensors, flat)
+        flat = adjacent_view(tensors)  # DDP's bucket views usually are: no copy at all then
+        aliased = flat is not None
+        if flat is None:
+            flat = group.buffer("flat", group.numel, group.dtype)
+            _kernels.pack(tensors, flat)
         if cfg.accumulate_n_steps > 1:
             accumulated = group.buffer("accumulated", group.numel, group.dtype)
             if step.number % cfg.accumulate_n_steps == 0:
@@ -387,7 +417,8 @@ class _StreamWorker:
                 "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now {:g}) or find the layer that produces it".format(
                     engine.label, nonfinite, "parameter" if len(names) == 1 else "parameters", ", ".join(names),
                     engine.policy.scale))
-        _kernels.unpack(flat, tensors)
+        if not aliased:
+            _kernels.unpack(flat, tensors)
 
     def _reduce(self, group: FusionGroup, payload: torch.Tensor) -> int:
         """Average `payload` over all ranks in place per the wire policy; returns its non-finite count."""

@@ -224,7 +224,7 @@ class PerseusWorld:
     """Process groups of one job: a control group (metadata, Horovod API ops) and per-stream groups."""
 
     def __init__(self, topology: Topology, store: dist.Store, factories: Dict[str, BackendFactory],
-                 streams: int, generation: int) -> None:
+                 streams: int, generation: int, two_levels: bool) -> None:
         self.topology = topology
         self.store = store
         self.generation = generation
@@ -235,11 +235,24 @@ class PerseusWorld:
         node_members = topology.node_members(topology.node)
         for s in range(streams):
             base = "{}/stream{}".format(prefix, s)
-            node = Group("{}/node{}".format(base, topology.node), node_members, topology.rank, store, factories)
-            leaders = (Group(base + "/leaders", topology.leaders, topology.rank, store, factories)
-                       if topology.is_leader else None)
+            node = leaders = None
+            if two_levels:
+                node = Group("{}/node{}".format(base, topology.node), node_members, topology.rank, store, factories)
+                if topology.is_leader:
+                    leaders = Group(base + "/leaders", topology.leaders, topology.rank, store, factories)
             self.streams.append(StreamGroups(Group(base + "/all", everyone, topology.rank, store, factories),
                                              node, leaders))
+        # Build the backends now, in one thread and one order on every rank: the stream workers would
+        # otherwise build them concurrently, and concurrent rendezvous on one store connection can deadlock.
+        for device in eager_devices(factories):
+            for group in self.groups():
+                group.backend(device)
+
+    def groups(self) -> List[Group]:
+        found = [self.control]
+        for stream in self.streams:
+            found += [g for g in (stream.everyone, stream.node, stream.leaders) if g is not None]
+        return found
 
     @property
     def rank(self) -> int:
@@ -248,6 +261,13 @@ class PerseusWorld:
     @property
     def size(self) -> int:
         return self.topology.size
+
+
+def eager_devices(factories: Dict[str, BackendFactory]) -> List[str]:
+    devices = ["cpu"] if "cpu" in factories else []
+    if "cuda" in factories and torch.cuda.is_available() and factories["cuda"] is not factories.get("cpu"):
+        devices.append("cuda")
+    return devices
 
 
 _lock = threading.Lock()
@@ -331,14 +351,26 @@ def _factories(cfg: perseus_config.PerseusConfig) -> Dict[str, BackendFactory]:
             factories[device] = _plugin_factory(name, timeout)
         else:
             raise PerseusWorldError("perseus cannot build groups of the backend {!r}".format(name))
-    if not cfg.nccl_enable:
-        return factories
-    perseus_config.warn_not_honoured(
-        "PERSEUS_NCCL_ENABLE",
-        "the hybrid RDMA+VPC NCCL link is a feature of a special perseus build (the seed says: ask for it by ticket); "
-        "this build uses the job's own backends ({})".format(", ".join(sorted(set(device_backends(str(backend)).values())))),
-        cfg)
     return factories
+
+
+def report_unhonoured(cfg: perseus_config.PerseusConfig) -> None:
+    """Warn (once each) about variables set for this job that this build cannot honour, and why."""
+    backends = sorted(set(device_backends(str(dist.get_backend())).values())) if dist.is_initialized() else []
+    if cfg.nccl_enable:
+        perseus_config.warn_not_honoured(
+            "PERSEUS_NCCL_ENABLE",
+            "the hybrid RDMA+VPC NCCL link is a feature of a special perseus build (the seed: ask for it by ticket); "
+            "this build communicates on the job's own backends ({})".format(", ".join(backends) or "none yet"), cfg)
+    if "nccl" not in backends:
+        perseus_config.warn_not_honoured(
+            "PERSEUS_NCCL_NETWORK_INTERFACE",
+            "this job has no NCCL communicator (backends: {}); the Gloo interface is "
+            "PERSEUS_GLOO_NETWORK_INTERFACE".format(", ".join(backends) or "none yet"), cfg)
+    perseus_config.warn_not_honoured(
+        "PERSEUS_OFFLINE_NEG",
+        "perseus computes one fusion plan per model from its parameter list when the model is wrapped, the same on "
+        "every rank, so there is no per-step gradient negotiation to move offline; the value changes nothing", cfg)
 
 
 def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
@@ -357,7 +389,8 @@ def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
         _generation += 1
         keys = _exchange_node_keys(store, rank, size, node_key(env, size), _generation)
         topology = Topology(rank, number_nodes(keys))
-        _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation)
+        two_levels = cfg.hierarchical(topology.num_nodes, topology.local_size)
+        _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation, two_levels)
         _world_owner = owner
         return _world
 

@@ -20,6 +20,7 @@ the n passes' gradients, averaged over ranks.
 """
 
 import dataclasses
+import importlib
 import inspect
 import threading
 import warnings
@@ -65,44 +66,46 @@ class DDPState:
         self.passes = 0
         self.perf = PerfCheck(cfg, world, "DistributedDataParallel")
         _live_states.add(self)
-        _warn_unhonoured(cfg)
+        _world.report_unhonoured(cfg)
 
     def begin_pass(self) -> None:
         step = self.engine.begin_step()
         self.last_pass_local = not step.communicate
         self.passes += 1
-        self.perf.tick()
 
 
 _live_states: "weakref.WeakSet[DDPState]" = weakref.WeakSet()
 
 
-def _warn_unhonoured(cfg: perseus_config.PerseusConfig) -> None:
-    perseus_config.warn_not_honoured(
-        "PERSEUS_OFFLINE_NEG",
-        "perseus computes one fusion plan per model from its parameter list when the model is wrapped, the same on "
-        "every rank, so there is no per-step gradient negotiation to move offline; the value changes nothing", cfg)
+def perseus_hook(state, bucket):  # type: ignore[no-untyped-def]
+    """The DDP communication hook (DDPState, dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
+    hand the bucket's gradients to the engine; the future completes when they are reduced.
 
-
-def perseus_hook(state: DDPState, bucket: Any) -> torch.futures.Future:
-    """The DDP communication hook: hand the bucket's gradients to the engine, complete when they are reduced."""
+    Unannotated on purpose: DDP compares annotations with its own types, which differ across torch versions."""
     engine = state.engine
     if bucket.index() == 0:
         state.begin_pass()
     buffer = bucket.buffer()
     indices = [state.index_of[id(p)] for p in bucket.parameters()]
-    future = torch.futures.Future(devices=[buffer.device]) if buffer.is_cuda else torch.futures.Future()
+    outcome = torch.futures.Future(devices=[buffer.device]) if buffer.is_cuda else torch.futures.Future()
+    errors: List[BaseException] = []
 
     def done(error: Optional[BaseException]) -> None:
         if error is not None:
-            future.set_exception(error if isinstance(error, Exception) else RuntimeError(str(error)))
-        else:
-            future.set_result(buffer)
+            errors.append(error)
+        outcome.set_result(buffer)
+
+    def result(_: Any) -> torch.Tensor:
+        if errors:  # raised inside then(): DDP's backward re-raises it with this message
+            raise errors[0]
+        return buffer
 
     engine.on_groups_done([engine.group_of[i] for i in indices], done)
+    if bucket.is_last() and state.perf.enabled:
+        state.perf.local(engine.local_seconds())
     for i, gradient in zip(indices, bucket.gradients()):
         engine.ready(i, gradient)
-    return future
+    return outcome.then(result)
 
 
 def _ddp_parameters(module: torch.nn.Module) -> List[Tuple[str, torch.nn.Parameter]]:
@@ -224,8 +227,9 @@ def _optimizer_post_hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: An
 
 
 def _install_optimizer_hooks() -> None:
-    register_pre = getattr(torch.optim.optimizer, "register_optimizer_step_pre_hook", None)
-    register_post = getattr(torch.optim.optimizer, "register_optimizer_step_post_hook", None)
+    optimizer_module = importlib.import_module("torch.optim.optimizer")
+    register_pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
+    register_post = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
     if register_pre is None or register_post is None:
         if perseus_config.get().accumulate_n_steps > 1:
             perseus_config.warn_not_honoured(

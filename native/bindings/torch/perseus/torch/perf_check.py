@@ -1,13 +1,14 @@
 """PERSEUS_PERF_CHECK_N_STEPS: every n steps, compare the ranks' step times and report the slow ones.
 
-Each rank measures its mean step time over the last n steps; the ranks exchange them (one small
-allgather on perseus's control group); a rank slower than SLOW_FACTOR x the median of all ranks
-reports itself on its own machine (a warning and a line on stderr), as the seed describes.
+Each rank measures, per step, the time it worked on its own (from the end of the previous step's
+gradient reduction to the moment its last gradient of this step is ready), averages it over n
+steps, and the ranks exchange the averages (one small allgather on perseus's control group); a
+rank slower than SLOW_FACTOR x the median reports itself on its own machine (a warning and a line
+on stderr), as the seed describes.
 """
 
 import socket
 import sys
-import time
 import warnings
 from typing import List, Optional
 
@@ -23,28 +24,30 @@ class SlowRankWarning(UserWarning):
 
 
 class PerfCheck:
+    """Call `local(seconds)` once per step on every rank, with the time this rank worked on its own.
+
+    Local time excludes waiting for the other ranks (which is the same for everyone: the slowest
+    rank sets it), so it is what tells a slow GPU or process apart."""
+
     def __init__(self, cfg: perseus_config.PerseusConfig, world: object, label: str) -> None:
         self.every = cfg.perf_check_n_steps
         self.world = world
         self.label = label
-        self.steps = 0
-        self.window_start: Optional[float] = None
+        self.samples: List[float] = []
         self.reports: List[str] = []
 
-    def tick(self) -> None:
-        """Call once at the start of every step, on every rank."""
-        if self.every <= 0:
+    @property
+    def enabled(self) -> bool:
+        return self.every > 0
+
+    def local(self, seconds: Optional[float]) -> None:
+        if self.every <= 0 or seconds is None:
             return
-        now = time.perf_counter()
-        if self.window_start is None:
-            self.window_start = now
-            return
-        self.steps += 1
-        if self.steps % self.every:
-            return
-        mean = (now - self.window_start) / self.every
-        self.window_start = now
-        self._compare(mean)
+        self.samples.append(seconds)
+        if len(self.samples) == self.every:
+            mean = sum(self.samples) / len(self.samples)
+            self.samples = []
+            self._compare(mean)
 
     def _compare(self, mean: float) -> None:
         world = self.world
@@ -52,13 +55,14 @@ class PerfCheck:
         everyone = [torch.empty_like(mine) for _ in range(world.size)]
         world.control.allgather(everyone, mine).wait()
         times = sorted(float(t) for t in everyone)
-        median = times[len(times) // 2] if len(times) % 2 else 0.5 * (times[len(times) // 2 - 1] + times[len(times) // 2])
+        half = len(times) // 2
+        median = times[half] if len(times) % 2 else 0.5 * (times[half - 1] + times[half])
         if median > 0 and mean > SLOW_FACTOR * median:
             topology = world.topology
-            message = ("perseus perf check ({}): rank {} (host {}, local rank {}) took {:.4f} s per step over the last "
-                       "{} steps, {:.1f}x the median {:.4f} s of all {} ranks; check this GPU/process".format(
-                           self.label, world.rank, socket.gethostname(), topology.local_rank, mean, self.every,
-                           mean / median, median, world.size))
+            message = ("perseus perf check ({}): rank {} (host {}, local rank {}) worked {:.4f} s per step on its own "
+                       "over the last {} steps, {:.1f}x the median {:.4f} s of all {} ranks; check this GPU/process"
+                       .format(self.label, world.rank, socket.gethostname(), topology.local_rank, mean, self.every,
+                               mean / median, median, world.size))
             self.reports.append(message)
             print(message, file=sys.stderr, flush=True)
             warnings.warn(message, SlowRankWarning, stacklevel=3)

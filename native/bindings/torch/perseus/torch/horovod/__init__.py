@@ -58,4 +58,5 @@ from perseus.torch.horovod.functions import (  # noqa: F401
     broadcast_optimizer_state,
     broadcast_parameters,
 )
+from perseus.torch.horovod.optimizer import DistributedOptimizer  # noqa: F401
 from perseus.torch.horovod.sync_batch_norm import SyncBatchNorm  # noqa: F401

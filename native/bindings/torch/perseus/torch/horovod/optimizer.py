@@ -28,7 +28,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import torch
 
 from perseus import config as perseus_config
-from perseus.torch import _engine
+from perseus.torch import _engine, _world
 from perseus.torch.horovod import basics
 from perseus.torch.horovod import collectives as C
 from perseus.torch.horovod.compression import Compression, FP16Compressor, NoneCompressor
@@ -76,6 +76,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         super(self.__class__, self).__init__(params)
         cfg = perseus_config.get()
         world = basics.world()
+        _world.report_unhonoured(cfg)
         if op not in (C.Average, C.Sum, C.Adasum):
             raise ValueError("DistributedOptimizer(op=...) takes hvd.Average, hvd.Sum or hvd.Adasum")
         if gradient_predivide_factor != 1.0 and op != C.Average:
@@ -155,6 +156,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._perseus_synchronized:
             return
         engine = self._perseus_engine
+        self._perseus_perf.local(engine.local_seconds())
         if self._perseus_op == C.Adasum:
             self._perseus_adasum()
         else:
@@ -166,7 +168,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if engine.step.communicate:
                 C.announce_step(self._perseus_digest, "DistributedOptimizer")
             engine.wait()
-        self._perseus_perf.tick()
         self._perseus_synchronized = True
 
     def _perseus_adasum(self) -> None:
@@ -207,7 +208,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     def _perseus_next_step(self) -> None:
         self._perseus_passes = [0] * len(self._perseus_named)
         self._perseus_synchronized = False
-        self._perseus_engine.begin_step()
+        if self._perseus_op != C.Adasum:  # Adasum does not use the engine
+            self._perseus_engine.begin_step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         if self._perseus_engine.step.tensors and not self._perseus_synchronized:

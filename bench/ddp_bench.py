@@ -1,0 +1,193 @@
+"""DDP step time over a rate-limited link: perseus vs plain fp32 DDP vs torch's fp16_compress_hook.
+
+Two ranks run in two network namespaces joined by a veth pair (10.77.0.1 <-> 10.77.0.2, named eth0
+inside, traffic only between them), each side shaped with `tc qdisc ... tbf rate 1gbit`: a small
+model of the seed's 32 Gbit/s VPC. Every variant trains the same model on the same data with
+default PERSEUS_* settings; the bench prints the median step time, the loss after the last step and
+the speed-up against plain DDP and against torch's hook, side by side. Needs root (ip netns, tc);
+the namespaces are removed at the end, also on failure.
+
+    sudo .venv/bin/python bench/ddp_bench.py [--steps 12] [--rate 1gbit] [--json]
+"""
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SOURCES = [REPO_ROOT / "native" / "runtime", REPO_ROOT / "native" / "bindings" / "torch"]
+VARIANTS = ("plain", "torch_fp16_hook", "perseus")
+ADDRESSES = ("10.77.0.1", "10.77.0.2")
+
+
+# ---- the two namespaces -----------------------------------------------------------------------
+
+class Link:
+    """Two namespaces, a veth pair between them renamed eth0 on both sides, each side shaped by tbf."""
+
+    def __init__(self, rate: str) -> None:
+        tag = str(os.getpid())
+        self.namespaces = ("perseus-bench-a-" + tag, "perseus-bench-b-" + tag)
+        self.veths = ("pba" + tag[-8:], "pbb" + tag[-8:])
+        self.rate = rate
+
+    def __enter__(self) -> "Link":
+        try:
+            for ns in self.namespaces:
+                _ip("netns", "add", ns)
+            _ip("link", "add", self.veths[0], "type", "veth", "peer", "name", self.veths[1])
+            for ns, veth, address in zip(self.namespaces, self.veths, ADDRESSES):
+                _ip("link", "set", veth, "netns", ns)
+                _in(ns, "ip", "link", "set", veth, "name", "eth0")
+                _in(ns, "ip", "addr", "add", address + "/24", "dev", "eth0")
+                _in(ns, "ip", "link", "set", "eth0", "up")
+                _in(ns, "ip", "link", "set", "lo", "up")
+                _in(ns, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", self.rate, "burst", "256kb",
+                    "latency", "50ms")
+        except BaseException:
+            self.__exit__(None, None, None)
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for ns in self.namespaces:  # deleting a namespace deletes the veth end inside it (and its peer)
+            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL, check=False)
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip"] + list(args), check=True)
+
+
+def _in(ns: str, *args: str) -> None:
+    subprocess.run(["ip", "netns", "exec", ns] + list(args), check=True)
+
+
+# ---- a rank ---------------------------------------------------------------------------------------
+
+def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
+    if variant == "perseus":
+        import perseus  # noqa: F401  (the only change a DDP user makes)
+    import torch
+    import torch.distributed as dist
+    import torch.nn as nn
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 2048), nn.ReLU(), nn.Linear(2048, 1000))
+    ddp = DDP(model)
+    if variant == "torch_fp16_hook":
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
+        ddp.register_comm_hook(None, fp16_compress_hook)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    rank = dist.get_rank()
+    times: List[float] = []
+    cpu: List[float] = []
+    loss_value = float("nan")
+    for step in range(warmup + steps):
+        g = torch.Generator().manual_seed(1000 * step + rank)
+        x, y = torch.randn(batch, 1024, generator=g), torch.randint(0, 1000, (batch,), generator=g)
+        start, start_cpu = time.perf_counter(), time.process_time()
+        optimizer.zero_grad()
+        loss = F.cross_entropy(ddp(x), y)
+        loss.backward()
+        optimizer.step()
+        elapsed, elapsed_cpu = time.perf_counter() - start, time.process_time() - start_cpu
+        loss_value = loss.item()
+        if step >= warmup:
+            times.append(elapsed)
+            cpu.append(elapsed_cpu)
+    numel = sum(p.numel() for p in model.parameters())
+    if rank == 0:
+        print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel}),
+              flush=True)
+    dist.destroy_process_group()
+
+
+def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -> Dict[str, object]:
+    env = dict(os.environ)
+    env.update({"WORLD_SIZE": "2", "MASTER_ADDR": ADDRESSES[0], "MASTER_PORT": str(port),
+                "PERSEUS_MASTER_PORT": str(port + 1), "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1",
+                "PYTHONPATH": os.pathsep.join([str(p) for p in SOURCES] + [env.get("PYTHONPATH", "")])})
+    procs = []
+    for rank, ns in enumerate(link.namespaces):
+        rank_env = dict(env, RANK=str(rank), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", GROUP_RANK=str(rank))
+        command = ["ip", "netns", "exec", ns, sys.executable, str(Path(__file__).resolve()), "--worker", variant,
+                   "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch)]
+        procs.append(subprocess.Popen(command, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True))
+    outputs = [p.communicate(timeout=args.timeout) for p in procs]
+    for proc, (out, err) in zip(procs, outputs):
+        if proc.returncode != 0:
+            raise SystemExit("{} failed (rc {}):\n{}".format(variant, proc.returncode, err[-4000:]))
+    return json.loads(outputs[0][0].strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--steps", type=int, default=12, help="measured steps per variant")
+    parser.add_argument("--warmup", type=int, default=3, help="steps before measuring")
+    parser.add_argument("--batch", type=int, default=32, help="batch size per rank")
+    parser.add_argument("--rounds", type=int, default=3, help="runs of every variant, interleaved")
+    parser.add_argument("--rate", default="1gbit", help="tbf rate of each side of the link")
+    parser.add_argument("--timeout", type=float, default=600, help="seconds per variant")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker, args.steps, args.warmup, args.batch)
+        return
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None:
+        raise SystemExit("ddp_bench needs root and iproute2 (ip, tc) to build its two network namespaces")
+    results: Dict[str, Dict[str, object]] = {}
+    port = 29400
+    with Link(args.rate) as link:
+        for round_index in range(args.rounds):  # variants interleaved, so that drift of the machine hits all alike
+            order = VARIANTS[round_index % 3:] + VARIANTS[:round_index % 3]
+            for variant in order:
+                port += 10
+                found = run_variant(link, variant, args, port)
+                merged = results.setdefault(variant, {"times": [], "cpu": []})
+                merged["times"] += found["times"]
+                merged["cpu"] += found["cpu"]
+                merged.update(loss=found["loss"], parameters=found["parameters"])
+    for merged in results.values():
+        merged["median"] = statistics.median(merged["times"])
+        merged["cpu_median"] = statistics.median(merged["cpu"])
+    plain, hook, perseus = (results[v]["median"] for v in VARIANTS)
+    summary = {
+        "link": "veth between two namespaces, tbf rate {} each way".format(args.rate),
+        "parameters": results["perseus"]["parameters"], "batch_per_rank": args.batch, "steps": args.steps,
+        "rounds": args.rounds,
+        "median_step_s": {v: round(results[v]["median"], 4) for v in VARIANTS},
+        "median_cpu_s_per_step_rank0": {v: round(results[v]["cpu_median"], 4) for v in VARIANTS},
+        "loss_after_steps": {v: round(results[v]["loss"], 5) for v in VARIANTS},
+        "speedup_vs_plain": {v: round(plain / results[v]["median"], 3) for v in VARIANTS},
+        "perseus_vs_torch_fp16_hook": round(hook / perseus, 3),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+        return
+    print(summary["link"])
+    print("model: MLP of {:,} parameters, batch {} per rank, 2 ranks; {} rounds x {} measured steps after {} warm-up"
+          .format(summary["parameters"], args.batch, args.rounds, args.steps, args.warmup))
+    print("{:<18} {:>16} {:>10} {:>18} {:>20}".format("variant", "median step (s)", "vs plain", "loss after steps",
+                                                     "CPU s/step (rank 0)"))
+    for v in VARIANTS:
+        print("{:<18} {:>16.4f} {:>9.2f}x {:>18.5f} {:>20.4f}".format(
+            v, results[v]["median"], plain / results[v]["median"], results[v]["loss"], results[v]["cpu_median"]))
+    print("perseus vs torch fp16_compress_hook: {:.2f}x".format(hook / perseus))
+
+
+if __name__ == "__main__":
+    main()

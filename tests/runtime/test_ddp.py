@@ -1,0 +1,143 @@
+"""`import perseus` + torch DistributedDataParallel, on real Gloo processes with a recording backend.
+
+The recording backend (workers/recording_backend.py) wraps ProcessGroupGloo and logs the dtype and
+byte count of every tensor handed to it, for plain DDP and for perseus's own groups alike, so the
+wire format is observed, not inferred from a flag.
+"""
+
+import pytest
+import torch
+
+from perseus_harness import launch
+
+
+def run(job, nprocs=2, env=None, local_size=None, timeout=240):
+    return [r.output for r in launch("ddp_cases.py", nprocs, [job], env=env, local_size=local_size, timeout=timeout)]
+
+
+@pytest.mark.parametrize("nprocs", [2, 4])
+def test_perseus_ddp_matches_plain_ddp_within_fp16_tolerance_and_sends_fp16(nprocs):
+    ranks = run("parity", nprocs)
+    first = ranks[0]
+    plain, accelerated = torch.tensor(first["plain"]), torch.tensor(first["perseus"])
+    difference = float((plain - accelerated).abs().max())
+    assert 0 < difference < 1e-3, difference  # fp16 on the wire: close, yet not bit-identical
+    for other in ranks[1:]:
+        assert other["perseus"] == first["perseus"]  # every replica holds the same parameters
+    assert first["hook_registered"] and first["policy"] == "one level: fp16"
+    steps, numel = len(first["losses"]), first["numel"]
+    # plain DDP: fp32 gradients through the default group
+    assert first["plain_records"]["default"]["allreduce float32"] == [steps, steps * numel * 4]
+    # perseus: only fp16 allreduces, exactly 2 bytes per gradient element per step, one per fusion group
+    wire = {key: value for label, ops in first["records"].items() for key, value in ops.items()}
+    assert set(wire) == {"allreduce float16"}
+    assert wire["allreduce float16"] == [steps * first["groups"], steps * numel * 2]
+    assert "allreduce float32" not in first["default_group_during_perseus"]["default"]
+
+
+def test_dtype_2_sends_fp32_inside_nodes_and_fp16_between_nodes():
+    ranks = run("dtype2", 4, env={"PERSEUS_ALLREDUCE_DTYPE": "2"}, local_size=2)
+    steps, numel = len(ranks[0]["losses"]), ranks[0]["numel"]
+    for r, rank in enumerate(ranks):
+        assert rank["topology"] == [0, 0, 1, 1]  # from LOCAL_WORLD_SIZE=2 / GROUP_RANK
+        assert rank["policy"] == "two levels: fp32 inside nodes, fp16 between nodes"
+        node = "stream0/node{}".format(r // 2)
+        assert rank["records"][node] == {"reduce float32": [steps, steps * numel * 4],
+                                         "broadcast float32": [steps, steps * numel * 4]}
+        if r % 2 == 0:  # node leader
+            assert rank["records"]["stream0/leaders"] == {"allreduce float16": [steps, steps * numel * 2]}
+        else:
+            assert "stream0/leaders" not in rank["records"]
+        assert rank["records"]["stream0/all"] == {}  # nothing crosses one-level
+        assert rank["params"] == ranks[0]["params"]
+        assert float((torch.tensor(rank["plain"]) - torch.tensor(rank["params"])).abs().max()) < 1e-3
+
+
+@pytest.fixture(scope="module")
+def suite():
+    ranks = run("suite")
+    return ranks
+
+
+def case(suite, name):
+    values = []
+    for rank in suite:
+        entry = rank[name]
+        assert entry["ok"], entry.get("error")
+        values.append(entry["value"])
+    return values
+
+
+def test_import_perseus_before_torch_patches_ddp(suite):
+    assert all(rank["import_first"]["wrapped"] for rank in suite)
+
+
+@pytest.mark.parametrize("name,groups", [("fusion3", None), ("fusion0", 6), ("fusion_auto", 1)])
+def test_collectives_per_step_equal_the_fusion_plan(suite, name, groups):
+    for rank in case(suite, name):
+        assert rank["groups"] == rank["plan"]  # perseus runs the native plan as it is
+        if groups is not None:
+            assert len(rank["plan"]) == groups
+        per_stream = rank["allreduces_per_stream"]
+        assert sum(per_stream.values()) == rank["steps"] * len(rank["plan"])
+        for s in range(rank["streams"]):  # round-robin over the streams
+            expected = len([g for g in range(len(rank["plan"])) if g % rank["streams"] == s]) * rank["steps"]
+            assert per_stream.get("stream{}/all".format(s), 0) == expected
+        assert rank["fp16_only"]
+    if name == "fusion3":
+        assert 1 < len(case(suite, name)[0]["plan"]) <= 3
+
+
+def test_nancheck_raises_on_every_rank_naming_the_parameter(suite):
+    for rank in case(suite, "nancheck"):
+        assert rank["raised"], rank
+        assert "PERSEUS_ALLREDUCE_NANCHECK" in rank["message"] and "fc2.weight" in rank["message"]
+        assert "fc1.weight" not in rank["message"] and "head.weight" not in rank["message"]
+    assert all(not r["raised"] for r in case(suite, "nancheck_off"))
+
+
+def test_gradient_scale_decides_fp16_overflow(suite):
+    for rank in case(suite, "overflow10"):
+        assert rank["raised"] and "weight" in rank["message"]
+        assert "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now 10)" in rank["message"]
+    for rank in case(suite, "overflow5"):
+        assert not rank["raised"]
+        assert rank["grad"][0] == pytest.approx([5000.0] * 4, rel=1e-3)
+
+
+def test_accumulate_n_steps_communicates_every_nth_step_and_matches_no_sync_accumulation(suite):
+    for rank in case(suite, "accumulate"):
+        assert rank["allreduces"] == rank["groups"] * rank["steps"] // 2
+        difference = float((torch.tensor(rank["reference"]) - torch.tensor(rank["perseus"])).abs().max())
+        assert difference < 1e-3, difference
+
+
+def test_downsample_sends_one_element_in_n_and_loses_nothing_with_momentum_1(suite):
+    for rank in case(suite, "downsample"):
+        assert rank["bytes"] == rank["numel"] * 2 * rank["steps"] // rank["n"]  # fp16, 1/n of the elements
+        assert rank["delta"] == pytest.approx(rank["expected_delta"], abs=2e-4)
+
+
+def test_users_own_hook_replaces_perseus_with_a_warning(suite):
+    for rank in case(suite, "displace"):
+        assert not rank["registered"]
+        assert any("replaces the perseus communication hook" in w for w in rank["warnings"])
+        assert "allreduce float16" in rank["default"]["d"]  # torch's fp16 hook, on the default group
+
+
+def test_perf_check_reports_the_slow_rank_on_its_own_machine(suite):
+    fast, slow = case(suite, "perf")
+    assert fast["reports"] == []
+    assert slow["reports"] and "rank 1" in slow["reports"][0]
+
+
+def test_variables_this_build_cannot_honour_warn_once_saying_why(suite):
+    for messages in case(suite, "unhonoured"):
+        for variable, reason in [("PERSEUS_OFFLINE_NEG", "one fusion plan per model"),
+                                 ("PERSEUS_NCCL_ENABLE", "special perseus build"),
+                                 ("PERSEUS_NCCL_NETWORK_INTERFACE", "no NCCL communicator"),
+                                 ("PERSEUS_GRADIENT_MOMENTUM", "PERSEUS_DOWNSAMPLE_N_ELEMENTS=1"),
+                                 ("PERSEUS_ALLREDUCE_GRADIENT_SCALE", "PERSEUS_ALLREDUCE_DTYPE=1")]:
+            found = [m for m in messages if m.startswith(variable + " is set but not honoured")]
+            assert len(found) == 1, (variable, messages)
+            assert reason in found[0]

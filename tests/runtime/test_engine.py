@@ -1,0 +1,43 @@
+"""The engine's pure decisions: the wire policy table and the fusion groups (native planner)."""
+
+import pytest
+import torch
+
+from perseus import config
+from perseus.torch import _engine, _kernels
+
+
+@pytest.mark.parametrize("env,force_fp16,nodes,local,expected", [
+    ({}, False, 2, 4, "one level: fp16"),
+    ({}, False, 1, 4, "one level: fp16"),
+    ({"PERSEUS_ALLREDUCE_DTYPE": "1"}, False, 2, 4, "one level: fp32"),
+    ({"PERSEUS_ALLREDUCE_DTYPE": "1"}, True, 2, 4, "one level: fp16"),
+    ({"PERSEUS_ALLREDUCE_DTYPE": "2"}, False, 2, 4, "two levels: fp32 inside nodes, fp16 between nodes"),
+    ({"PERSEUS_ALLREDUCE_DTYPE": "2"}, True, 2, 4, "two levels: fp16 inside nodes, fp16 between nodes"),
+    ({"PERSEUS_ALLREDUCE_DTYPE": "2"}, False, 1, 4, "one level: fp32"),   # all inside one node
+    ({"PERSEUS_ALLREDUCE_DTYPE": "2"}, False, 4, 1, "one level: fp16"),   # all between nodes
+    ({"PERSEUS_ALLREDUCE_MODE": "1"}, False, 2, 4, "two levels: fp16 inside nodes, fp16 between nodes"),
+    ({"PERSEUS_ALLREDUCE_MODE": "1", "PERSEUS_ALLREDUCE_DTYPE": "1"}, False, 2, 4,
+     "two levels: fp32 inside nodes, fp32 between nodes"),
+])
+def test_wire_policy(env, force_fp16, nodes, local, expected):
+    policy = _engine.wire_policy(config.load(env), nodes, local, force_fp16=force_fp16)
+    assert policy.describe() == expected
+
+
+def test_gradient_scale_is_carried():
+    assert _engine.wire_policy(config.load({"PERSEUS_ALLREDUCE_GRADIENT_SCALE": "2.5"}), 1, 2).scale == 2.5
+
+
+def test_fusion_groups_follow_the_native_plan_per_dtype_in_gradient_order():
+    entries = [_engine.Entry("a", 1000, torch.float32, torch.device("cpu")),
+               _engine.Entry("b", 10, torch.float64, torch.device("cpu")),
+               _engine.Entry("c", 1000, torch.float32, torch.device("cpu")),
+               _engine.Entry("d", 2000, torch.float32, torch.device("cpu"))]
+    groups = _engine.plan_groups(entries, 2, streams=4)
+    fp32_plan = _kernels.plan_buckets([4000, 4000, 8000], 2)
+    assert [g.members for g in groups if g.dtype == torch.float32] == [[[0, 2, 3][i] for i in b] for b in fp32_plan]
+    assert [g.members for g in groups if g.dtype == torch.float64] == [[1]]
+    assert [g.members[0] for g in groups] == sorted(g.members[0] for g in groups)  # launch order
+    assert [g.stream for g in groups] == [i % 4 for i in range(len(groups))]
+    assert all(g.offsets[0] == 0 for g in groups)
