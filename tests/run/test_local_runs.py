@@ -1,6 +1,5 @@
 """perseusrun starting real torch.distributed jobs on this machine (Gloo mode)."""
 
-import os
 import signal
 import subprocess
 import time

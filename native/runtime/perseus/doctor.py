@@ -10,7 +10,6 @@ probed in child processes, so a framework that crashes on import is reported ins
 Exit code 1 when a problem of severity "error" (a mismatch) is found, 0 otherwise.
 """
 
-import glob
 import json
 import os
 import platform

@@ -6,7 +6,6 @@ import argparse
 import datetime
 import os
 import subprocess
-import sys
 import time
 
 import torch
