@@ -108,6 +108,9 @@ def run(
     cache.close()
     seconds = time.perf_counter() - started
     results = [r for rep in reports for r in rep.results]
+    for r in results:
+        steps = ", ".join(f"{k} {v:.1f}s" for k, v in r.steps.items())
+        print(f"  [{name}] {r.plan.cell.key}: {r.seconds:.1f}s ({steps})", file=sys.stderr, flush=True)
     return Outcome(
         name=name,
         seconds=seconds,

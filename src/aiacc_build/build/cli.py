@@ -55,6 +55,7 @@ def _report_json(report: BuildReport) -> dict[str, object]:
                 "test_output": r.smoke.output if r.smoke else None,
                 "note": r.note,
                 "seconds": round(r.seconds, 2),
+                "steps": {name: round(t, 2) for name, t in r.steps.items()},
             }
             for r in report.results
         ],

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,7 +58,21 @@ class CellResult:
     core: CoreBuild | None  # None when the wheel was reused (the core was not needed)
     smoke: SmokeResult | None
     seconds: float
+    steps: dict[str, float]  # seconds per step run in this build: core, build env, binding, repair, test
     toolchain: str
+
+
+class _StepClock:
+    def __init__(self, steps: dict[str, float]):
+        self.steps = steps
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -173,16 +188,23 @@ class Builder:
         spec = read_binding_spec(binding_dir(cell.framework, self.native_dir))
         inputs = self._wheel_inputs(cell, plan, spec, toolchain)
         used_core: list[CoreBuild] = []
+        steps: dict[str, float] = {}
+        clock = _StepClock(steps)
 
         def make(path: Path, meta: dict[str, object]) -> None:
-            core = self._core_for(toolchain, cell.release)
+            with clock("core"):
+                core = self._core_for(toolchain, cell.release)
             used_core.append(core)
-            env, _ = ensure_build_env(plan.interpreter, plan.framework, spec.build_requires, self.cache)  # type: ignore[arg-type]
+            with clock("build env"):
+                env, _ = ensure_build_env(plan.interpreter, plan.framework, spec.build_requires, self.cache)  # type: ignore[arg-type]
             self.progress(f"binding {cell.framework.value} for {cell.key}")
-            raw = build_binding(
-                cell, spec, env, core, toolchain, self.options.build_type, self.cache, path / "raw", self.options.jobs
-            )
-            repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(env))
+            with clock("binding"):
+                raw = build_binding(
+                    cell, spec, env, core, toolchain, self.options.build_type, self.cache, path / "raw",
+                    self.options.jobs,
+                )  # fmt: skip
+            with clock("repair"):
+                repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(env))
             final = path / wheel_filename(cell)
             repaired.wheel.replace(final)
             shutil.rmtree(path / "raw")
@@ -202,7 +224,8 @@ class Builder:
         smoke = None
         if self.options.test:
             self.progress(f"test {cell.key} in a fresh environment")
-            smoke = smoke_test(cell, wheel, sha, common, plan.interpreter, plan.framework, self.cache)
+            with clock("test"):
+                smoke = smoke_test(cell, wheel, sha, common, plan.interpreter, plan.framework, self.cache)
         target = root / wheel_path(cell)
         self._publish(wheel, target, sha)
         return CellResult(
@@ -218,6 +241,7 @@ class Builder:
             core=used_core[0] if used_core else None,
             smoke=smoke,
             seconds=time.perf_counter() - started,
+            steps=steps,
             toolchain=toolchain.label,
         )
 
