@@ -107,5 +107,51 @@ def ci_command(releases: tuple[str, ...], dist: Path | None, no_cibuildwheel: bo
     _print(report, as_json)
 
 
+@check.command("conda-pip")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--mirror", "mirror", metavar="URL", default=None, help="Where the release's mirror is served (e.g. `aiacc-build serve`'s http://127.0.0.1:PORT): replaces the release's mirror URL in every pip line.")
+@click.option("--mirror-from", metavar="URL", default=None, help="The mirror URL written in the file (default: the mirror URL of the release the file belongs to).")
+@click.option("--venv", "venv_dir", type=click.Path(file_okay=False, path_type=Path), default=None, help="Where to make the fresh environment (default: a temporary folder, removed after).")
+@_json_option
+def conda_pip_command(file: Path, mirror: str | None, mirror_from: str | None, venv_dir: Path | None, as_json: bool) -> None:
+    """Install FILE's pip part for real, as `conda env create` would (`pip install -U -r`), into a
+    fresh venv of the file's Python, then import perseus and the file's framework binding."""
+    from .conda_env import parse_env_file
+    from .conda_pip import install_pip_section
+
+    env, problems = parse_env_file(str(file), file.read_text(encoding="utf-8"))
+    if env is None:
+        raise ConfigurationError("; ".join(str(p) for p in problems))
+    framework = env.name.split("_", 1)[0]
+    if mirror_from is None:
+        releases = {r.info.mirror_url for r in _load(())}
+        mirror_from = next((m for m in sorted(releases) if any(m in line for line in env.pip)), None)
+        if mirror_from is None:
+            raise ConfigurationError(f"{file} names no release's mirror URL: give --mirror-from")
+    modules = ("perseus", f"perseus.{framework}")
+
+    def run(target: Path):
+        return install_pip_section(env, target, mirror_from, mirror, modules)
+
+    if venv_dir is not None:
+        result = run(venv_dir)
+    else:
+        with tempfile.TemporaryDirectory(prefix="aiacc-conda-pip-") as tmp:
+            result = run(Path(tmp) / "venv")
+    if as_json:
+        click.echo(json.dumps(result.as_json(), indent=2))
+    else:
+        console.print(Text(f"{file}: Python {result.python} ({result.interpreter}), {result.rewritten} mirror line(s) rewritten"))
+        if result.returncode != 0:
+            console.print(Text(result.pip_output[-3000:]), soft_wrap=True)
+        for module, where in result.imported.items():
+            console.print(Text(f"import {module}: {where}"))
+        if result.import_error:
+            console.print(Text(result.import_error, style="red"), soft_wrap=True)
+        console.print(Text(f"{'ok' if result.ok else 'FAILED'} in {result.seconds:.1f}s", style="green" if result.ok else "red"))
+    if not result.ok:
+        raise ChecksFailedError(f"{file}: " + ("pip install failed" if result.returncode else "import failed"))
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(check)
