@@ -13,7 +13,7 @@ import argparse
 import json
 import sys
 import time
-from typing import Callable, Dict, List
+from typing import Callable, Dict, List, Tuple
 
 import numpy as np
 import torch
@@ -23,14 +23,20 @@ from perseus.torch import _native
 MIN_MB = 128
 
 
-def best_seconds(fn, repeat):
-    # type: (Callable[[], object], int) -> float
-    fn()  # warm-up: page faults and caches out of the measurement
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
+def best_seconds(cases, repeat):
+    # type: (List[Tuple[str, Callable[[], object], Callable[[], object]]], int) -> Dict[str, float]
+    """Best time of each case over `repeat` rounds; every round runs every case once (round robin),
+    so a burst of load from elsewhere on the machine hits all cases alike, not one."""
+    best = {name: float("inf") for name, _, _ in cases}
+    for name, setup, fn in cases:  # warm-up: page faults and caches out of the measurement
+        setup()
         fn()
-        best = min(best, time.perf_counter() - start)
+    for _ in range(repeat):
+        for name, setup, fn in cases:
+            setup()
+            start = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - start)
     return best
 
 
@@ -60,19 +66,28 @@ def main(argv=None):
         (g * scale).half()
         bool(torch.isfinite(g).all())
 
-    rates = {}  # type: Dict[str, float]
-    rates["memcpy (torch copy_)"] = gbytes / best_seconds(lambda: f32.copy_(g), args.repeat)
-    rates["memcpy (numpy copyto)"] = gbytes / best_seconds(lambda: np.copyto(f32_np, g_np), args.repeat)
-    rates["torch eager (g*s).half() + isfinite(g).all()"] = gbytes / best_seconds(eager, args.repeat)
-    ops.compress(g, f16, scale)
-    paths = ops.dispatch_paths().split()
-    for path in paths:
-        ops.set_dispatch(path)
-        rates["perseus compress fp16 [%s]" % path] = gbytes / best_seconds(lambda: ops.compress(g, f16, scale), args.repeat)
-        rates["perseus compress bf16 [%s]" % path] = gbytes / best_seconds(lambda: ops.compress(g, bf16, scale), args.repeat)
-        rates["perseus decompress fp16 [%s]" % path] = gbytes / best_seconds(
-            lambda: ops.decompress(f16, f32, scale, 8), args.repeat)
+    def on(path):
+        # type: (str) -> Callable[[], object]
+        return lambda: ops.set_dispatch(path)
+
+    def nothing():
+        # type: () -> None
+        pass
+
+    cases = [
+        ("memcpy (torch copy_)", nothing, lambda: f32.copy_(g)),
+        ("memcpy (numpy copyto)", nothing, lambda: np.copyto(f32_np, g_np)),
+        ("torch eager (g*s).half() + isfinite(g).all()", nothing, eager),
+    ]  # type: List[Tuple[str, Callable[[], object], Callable[[], object]]]
+    for path in ops.dispatch_paths().split():
+        cases += [
+            ("perseus compress fp16 [%s]" % path, on(path), lambda: ops.compress(g, f16, scale)),
+            ("perseus compress bf16 [%s]" % path, on(path), lambda: ops.compress(g, bf16, scale)),
+            ("perseus decompress fp16 [%s]" % path, on(path), lambda: ops.decompress(f16, f32, scale, 8)),
+        ]
+    seconds = best_seconds(cases, args.repeat)
     ops.set_dispatch("auto")
+    rates = {name: gbytes / seconds[name] for name, _, _ in cases}
 
     memcpy = max(rates["memcpy (torch copy_)"], rates["memcpy (numpy copyto)"])
     eager_rate = rates["torch eager (g*s).half() + isfinite(g).all()"]

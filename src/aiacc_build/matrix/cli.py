@@ -134,7 +134,11 @@ def validate_cmd(files: tuple[Path, ...]) -> None:
 @click.option("--check", is_flag=True, help="Exit 7 when the committed file differs from the result.")
 @click.option("--record", is_flag=True, help="Query PyPI and save its (trimmed) answers to matrix/registry/<today>/.")
 @click.option("--from", "from_dir", metavar="DIR|latest", help="Replay a recording instead of querying PyPI (offline).")
-def sync_cmd(write: bool, check: bool, record: bool, from_dir: str | None) -> None:
+@click.option("--facts-dir", type=click.Path(file_okay=False, path_type=Path), default=FACTS_DIR, show_default=True,
+              help="Facts folder to read and (with --write) update.")
+@click.option("--registry-dir", type=click.Path(file_okay=False, path_type=Path), default=REGISTRY_DIR, show_default=True,
+              help="Folder of dated recordings (--record writes, --from latest reads).")
+def sync_cmd(write: bool, check: bool, record: bool, from_dir: str | None, facts_dir: Path, registry_dir: Path) -> None:
     """Recompute the registry facts (Pythons, arches, CUDA of each release's wheels) from PyPI.
 
     Prints a diff against the committed matrix/facts/pypi.yaml. Release cells follow from it.
@@ -142,28 +146,47 @@ def sync_cmd(write: bool, check: bool, record: bool, from_dir: str | None) -> No
     if record and from_dir:
         raise click.UsageError("--record queries PyPI; --from replays a recording: use one")
     if from_dir:
-        folder = sync_mod.latest_recording(REGISTRY_DIR) if from_dir == "latest" else Path(from_dir)
+        folder = sync_mod.latest_recording(registry_dir) if from_dir == "latest" else Path(from_dir)
         registry = RecordedRegistry(folder)
         recorded = folder
     else:
-        recorded = REGISTRY_DIR / sync_mod.today()
+        recorded = registry_dir / sync_mod.today()
         registry = LiveRegistry(record_dir=recorded if record else None)
         if not record:
             recorded = Path(f"live query {sync_mod.today()} (not recorded)")
     rel = recorded.relative_to(MATRIX_DIR.parent) if recorded.is_absolute() and recorded.is_relative_to(MATRIX_DIR.parent) else recorded
     with console.status("reading the registry ..."):
-        data = sync_mod.compute(registry, FACTS_DIR, recorded=str(rel))
+        data = sync_mod.compute(registry, facts_dir, recorded=str(rel))
     new = sync_mod.render(data)
-    target = sync_mod.registry_file_path(FACTS_DIR)
+    target = sync_mod.registry_file_path(facts_dir)
     old = target.read_text(encoding="utf-8") if target.is_file() else ""
     delta = sync_mod.diff(old, new, target)
     click.echo(delta if delta else f"{target}: up to date")
     if write and delta:
+        _check_releases_with(facts_dir, target, new)
         target.write_text(new, encoding="utf-8")
-        load_all()  # the new facts must still give valid releases; raises MatrixError otherwise
         click.echo(f"wrote {target}")
     elif check and delta:
         raise StaleOutputError(f"{target} differs from what `matrix sync` computes; run `aiacc-build matrix sync --write`")
+
+
+def _check_releases_with(facts_dir: Path, target: Path, new: str) -> None:
+    """Refuse to write registry facts under which a release no longer validates (nothing is changed)."""
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        trial = Path(tmp) / "facts"
+        shutil.copytree(facts_dir, trial)
+        (trial / target.name).write_text(new, encoding="utf-8")
+        problems = []
+        for f in sorted(RELEASES_DIR.glob("*.yaml")):
+            try:
+                load_release(f, facts_dir=trial)
+            except MatrixError as exc:
+                problems.extend(exc.problems)
+        if problems:
+            raise MatrixError([f"not written: with the new registry facts a release is invalid: {p}" for p in problems])
 
 
 @matrix.command("schema")

@@ -7,8 +7,7 @@ constraints); the facts say what exists upstream. Everything explicitly asked fo
 
 from __future__ import annotations
 
-import difflib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
@@ -25,6 +24,17 @@ class _Want:
     pythons: tuple[str, ...] | None  # explicit (strict) or None
     arches: tuple[str, ...] | None  # explicit (strict) or None
     path: tuple
+
+
+def nearest_versions(version: str, known: list[str], n: int = 3) -> list[str]:
+    """Known versions closest to `version`: same major.minor first, then by distance."""
+    want = Version(version).release + (0, 0, 0)
+
+    def distance(v: str) -> tuple:
+        r = Version(v).release + (0, 0, 0)
+        return (r[0] != want[0], abs(r[0] - want[0]), r[1] != want[1], abs(r[1] - want[1]), abs(r[2] - want[2]), v)
+
+    return sorted(known, key=distance)[:n]
 
 
 def _fmt_builds(builds: tuple[ResolvedBuild, ...]) -> str:
@@ -96,7 +106,7 @@ class Deriver:
         builds = self.facts.of(fw, want.version)
         if builds is None:
             known = self.facts.versions(fw)
-            near = difflib.get_close_matches(want.version, known, n=3, cutoff=0.5)
+            near = nearest_versions(want.version, known)
             hint = f"nearest known: {', '.join(near)}" if near else f"known: {', '.join(known)}"
             self.err(want.path, f"{fw.value} {want.version} is not in the facts ({self.facts.files[fw].name}); {hint}. "
                                 "Add its upstream builds there first, with a source")
@@ -202,18 +212,27 @@ class Deriver:
 
     def _exclude(self, fw: Framework, rules: FrameworkRules, base: tuple, start: int) -> None:
         for i, rule in enumerate(rules.exclude):
-            def hit(c: Cell) -> bool:
+            def fits(c: Cell) -> bool:  # every field but the Python
                 accel = "cpu" if c.cuda is None else f"cuda{c.cuda}"
-                return (c.framework is fw and (rule.version is None or c.framework_version == rule.version)
+                return ((rule.version is None or c.framework_version == rule.version)
                         and (rule.accelerator is None or accel == rule.accelerator)
-                        and (rule.python is None or c.python == rule.python or (c.python is None and rule.python in c.env_pythons))
                         and (rule.arch is None or c.arch.value == rule.arch))
-            hits = [c for c in self.cells[start:] if hit(c)]
-            if not hits:
+
+            kept: list[Cell] = []
+            matched = 0
+            for c in self.cells[start:]:
+                if not fits(c) or (rule.python is not None and rule.python not in (c.python, *c.env_pythons)):
+                    kept.append(c)
+                    continue
+                matched += 1
+                if rule.python is not None and c.python is None:
+                    # a Python-independent cell loses one environment, not the wheel
+                    env = tuple(p for p in c.env_pythons if p != rule.python)
+                    if env:
+                        kept.append(replace(c, env_pythons=env))
+            if not matched:
                 self.err(base + ("exclude", i), "this exclude rule matches no cell; remove it or fix its fields")
-                continue
-            keep = [c for c in self.cells[start:] if not hit(c)]
-            self.cells[start:] = keep
+            self.cells[start:] = kept
 
     def _no_duplicates(self, path: tuple, values: list) -> None:
         first: dict = {}

@@ -30,7 +30,27 @@ def read_model(path: Path, model: type[M], text: str | None = None) -> tuple[M, 
     try:
         return model.model_validate(loc.data), loc
     except ValidationError as exc:
-        raise MatrixError([_describe(err, loc, model) for err in exc.errors(include_url=False)]) from None
+        errors = exc.errors(include_url=False)
+        # A value that fails a union (`"1.7.x"` is neither a valid version nor a mapping) yields one
+        # error per branch; the "wrong type" branches only add noise next to the real one.
+        by_path: dict[tuple, list[dict[str, Any]]] = {}
+        for err in errors:
+            by_path.setdefault(_data_path(err["loc"], loc.data), []).append(err)
+        kept = []
+        for errs in by_path.values():
+            specific = [e for e in errs if e["type"] not in _TYPE_MISMATCH]
+            kept.extend(specific or errs[:1])
+        messages = [_describe(err, loc, model) for err in kept]
+        raise MatrixError(sorted(dict.fromkeys(messages), key=_line_key)) from None
+
+
+_TYPE_MISMATCH = {"model_type", "dict_type", "list_type", "string_type", "literal_error", "model_attributes_type"}
+
+
+def _line_key(message: str) -> tuple[str, int]:
+    path, _, rest = message.partition(".yaml:")
+    line = rest.split(":", 1)[0]
+    return (path, int(line) if line.isdigit() else 0)
 
 
 def _describe(err: dict[str, Any], loc: LocatedData, model: type[BaseModel]) -> str:

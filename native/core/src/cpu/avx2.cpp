@@ -21,13 +21,15 @@ inline uint64_t count_at_least(__m256 v, __m256 threshold) {
       _mm_popcnt_u32(static_cast<unsigned>(_mm256_movemask_ps(_mm256_cmp_ps(abs_ps(v), threshold, _CMP_NLT_UQ)))));
 }
 
-// 8 fp32 -> 8 bf16 in the low 16 bits of each 32-bit lane.
-inline __m256i round_bf16(__m256 v) {
+// 8 fp32 -> 8 bf16 in the low 16 bits of each 32-bit lane. NaN lanes need the quieting blend; the
+// caller knows from its non-finite count whether the block has any (NaN compares unordered).
+inline __m256i round_bf16(__m256 v, bool may_have_nan) {
   const __m256i x = _mm256_castps_si256(v);
   const __m256i hi = _mm256_srli_epi32(x, 16);
   const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
   const __m256i rounded =
       _mm256_srli_epi32(_mm256_add_epi32(_mm256_add_epi32(x, _mm256_set1_epi32(0x7fff)), lsb), 16);
+  if (!may_have_nan) return rounded;
   const __m256i quiet_nan = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
   const __m256i is_nan = _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q));
   return _mm256_blendv_epi8(rounded, quiet_nan, is_nan);
@@ -86,9 +88,10 @@ uint64_t compress_bf16(const float* src, uint16_t* dst, size_t n, float scale) {
   for (; i + 16 <= n; i += 16) {
     const __m256 a = _mm256_mul_ps(_mm256_loadu_ps(src + i), vs);
     const __m256 b = _mm256_mul_ps(_mm256_loadu_ps(src + i + 8), vs);
-    nonfinite += count_at_least(a, threshold) + count_at_least(b, threshold);
+    const uint64_t block_nonfinite = count_at_least(a, threshold) + count_at_least(b, threshold);
+    nonfinite += block_nonfinite;
     // packus interleaves 128-bit lanes: [a0-3 b0-3 a4-7 b4-7] -> reorder the 64-bit quarters
-    const __m256i packed = _mm256_packus_epi32(round_bf16(a), round_bf16(b));
+    const __m256i packed = _mm256_packus_epi32(round_bf16(a, block_nonfinite != 0), round_bf16(b, block_nonfinite != 0));
     store16(dst + i, _mm256_permute4x64_epi64(packed, 0xd8), stream);
   }
   if (stream) _mm_sfence();
