@@ -15,6 +15,7 @@ Scenarios (each in fresh temporary directories; the repository's own cache is no
   no-op         the same build again (plus planning every 2.0.0 cell): nothing is built
   binding edit  one binding source changed: bindings recompile incrementally, cores reused
   core edit     one core source changed: each core once, bindings rebuilt against it
+  runtime edit  one perseus-common source changed: perseus-common rebuilt, every wheel re-tested with it
 Ratios are against `no cache`. Tests never assert times; this prints them.
 """
 
@@ -182,6 +183,9 @@ def main() -> None:
     outcomes.append(run("binding edit", targets, cached, work / "dist", native, args.jobs))
     touch(native / "core" / "src" / "status.cpp")
     outcomes.append(run("core edit", targets, cached, work / "dist", native, args.jobs))
+    runtime_init = native / "runtime" / "perseus" / "__init__.py"
+    runtime_init.write_text(runtime_init.read_text() + f"\n# build_bench edit {time.time_ns()}\n")
+    outcomes.append(run("runtime edit", targets, cached, work / "dist", native, args.jobs))
     cli = cli_noop_seconds(cache_dir, work / "dist-cli")
 
     base = outcomes[0].seconds

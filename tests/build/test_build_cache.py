@@ -105,3 +105,16 @@ def test_disabled_cache_never_reuses_and_cleans_up(tmp_path):
     scratch = a.path
     cache.close()
     assert not scratch.exists()
+
+
+def test_workspaces_persist_only_with_the_cache_on(tmp_path):
+    cache = BuildCache(tmp_path / "cache")
+    with cache.workspace("tree", "k") as first:
+        (first / "obj.o").write_text("object")
+    with cache.workspace("tree", "k") as again:
+        assert again == first and (again / "obj.o").is_file()
+    off = BuildCache(tmp_path / "off", enabled=False)
+    with off.workspace("tree", "k") as a, off.workspace("tree", "k") as b:
+        assert a != b and not any(a.iterdir())
+    off.close()
+    assert not a.exists()

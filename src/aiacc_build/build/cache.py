@@ -88,7 +88,11 @@ class BuildCache:
 
     @contextmanager
     def workspace(self, kind: str, key: str) -> Iterator[Path]:
-        """A persistent, locked work directory (an incremental build tree); private and temporary when disabled."""
+        """A persistent, locked work directory (an incremental build tree); a new empty one every time when
+        the cache is disabled, so nothing is ever reused."""
+        if not self.enabled:
+            yield Path(tempfile.mkdtemp(prefix=f"{kind}-", dir=self._scratch_dir()))
+            return
         path = self.entry_dir(kind, key)
         path.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(str(path) + ".lock"):
