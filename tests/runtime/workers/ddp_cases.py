@@ -166,7 +166,6 @@ def job_suite():
 
 def case_fusion():
     """The number of collectives per step equals the fusion plan's group count."""
-    from perseus.torch import _kernels
     model = DDP(new_model())
     state = perseus_state(model)
     rec.perseus_records(world())
@@ -175,7 +174,8 @@ def case_fusion():
     records = rec.perseus_records(world())
     per_stream = {label: len([r for r in entries if r[0] == "allreduce"]) for label, entries in records.items()
                   if label.endswith("/all")}
-    expected = _kernels.plan_buckets([e.nbytes for e in state.engine.entries], state.cfg.fusion)
+    from perseus.torch import _engine
+    expected = _engine.native_plan([e.nbytes for e in state.engine.entries], state.cfg.fusion, len(world().streams))
     return {"groups": [g.members for g in state.engine.groups], "plan": expected, "steps": steps,
             "allreduces_per_stream": per_stream, "streams": len(world().streams),
             "fp16_only": all(r[1] == "float16" for e in records.values() for r in e if r[0] == "allreduce")}

@@ -113,6 +113,21 @@ class FusionGroup:
         return current
 
 
+STREAM_SHARE_MIN_BYTES = 1 << 20
+
+
+def native_plan(sizes: Sequence[int], fusion: Optional[int], streams: int) -> List[List[int]]:
+    """The native plan of PERSEUS_ALLREDUCE_FUSION; when it is unset (automatic), at least one group per
+    stream for a model of at least STREAM_SHARE_MIN_BYTES per stream, so that every stream carries a part
+    (the streams then overlap one group's compression and reduction with another's transfer)."""
+    plan = _kernels.plan_buckets(sizes, fusion)
+    if fusion is None and plan:
+        wanted = min(streams, max(1, sum(sizes) // STREAM_SHARE_MIN_BYTES), 128)
+        if wanted > len(plan):
+            plan = _kernels.plan_buckets(sizes, wanted)
+    return plan
+
+
 def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -> List[FusionGroup]:
     """Fusion groups of `entries` (in their order): the native plan, separately for each dtype and device."""
     classes: Dict[Any, List[int]] = {}
@@ -120,7 +135,7 @@ def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -
         classes.setdefault((e.dtype, str(e.device)), []).append(i)
     raw: List[List[int]] = []
     for indices in classes.values():
-        plan = _kernels.plan_buckets([entries[i].nbytes for i in indices], fusion)
+        plan = native_plan([entries[i].nbytes for i in indices], fusion, streams)
         raw.extend([[indices[j] for j in bucket] for bucket in plan])
     raw.sort(key=lambda members: members[0])  # launch order: the order gradients become ready
     groups = []
