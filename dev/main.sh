@@ -4,4 +4,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
+stage render "$VENV/bin/aiacc-build" render
+stage check-conda "$VENV/bin/aiacc-build" check conda --dist "$REPO_ROOT/dist"
+stage check-ci "$VENV/bin/aiacc-build" check ci --dist "$REPO_ROOT/dist"
+stage build-wheels "$VENV/bin/aiacc-build" build
+stage index-mirror "$VENV/bin/aiacc-build" index
 stage_summary

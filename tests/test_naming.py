@@ -5,32 +5,24 @@ from __future__ import annotations
 import pytest
 
 from aiacc_build import naming
-from aiacc_build.model import Arch, Cell, CellGroup, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules, group_cells
+from aiacc_build.matrix import load_release, select_cells
+from aiacc_build.model import Arch, Cell, CellGroup, Framework, FrameworkBuild, group_cells
 
-SEED_RELEASE = ReleaseInfo(
-    version="1.5.0",
-    cibuildwheel="2.16.5",
-    manylinux_image="manylinux2014",
-    docker_os_types=("centos7", "ubuntu1804"),
-    local_os_type="debian12",
-    mirror_url="https://ali-perseus-release.oss-cn-huhehaote.aliyuncs.com",
-    docker_registry="registry.cn-beijing.aliyuncs.com/cto_office",
-    docker_image="perseus-training",
-    docker_tag_suffix="latest",
-    conda_dir="conda/latest",
-    wheel_tags=WheelTagRules(
-        independent_python_tag="py2.py3",
-        platform={Framework.TORCH: "linux_{arch}", Framework.TENSORFLOW: "manylinux1_{arch}", Framework.MXNET: "manylinux1_{arch}"},
-        repair_platform={
-            Framework.TORCH: "manylinux2014_{arch}",
-            Framework.TENSORFLOW: "manylinux2014_{arch}",
-            Framework.MXNET: "manylinux2014_{arch}",
-        },
-    ),
-)
+SEED = load_release("1.5.0")
+SEED_RELEASE = SEED.info  # the 1.5.0 naming data, loaded from matrix/releases/1.5.0.yaml
+
+
+def seed_cell(framework: str, version: str, cuda: str, python: str | None = None) -> Cell:
+    """The one cell of the loaded 1.5.0 matrix (fails if the matrix lacks it)."""
+    found = select_cells(SEED.cells, framework=framework, framework_version=version, cuda=cuda)
+    if python is not None:
+        found = [c for c in found if c.python == python]
+    assert len(found) == 1, f"1.5.0 matrix has {len(found)} cells for {framework} {version} cuda {cuda} py {python}"
+    return found[0]
 
 
 def torch_cell(version: str, cuda: str | None, python: str) -> Cell:
+    """A hypothetical torch cell under the 1.5.0 naming data (for names outside the seed table)."""
     return Cell(
         release=SEED_RELEASE,
         release_version="1.5.0",
@@ -44,22 +36,8 @@ def torch_cell(version: str, cuda: str | None, python: str) -> Cell:
     )
 
 
-def independent_cell(framework: Framework, version: str, cuda: str) -> Cell:
-    return Cell(
-        release=SEED_RELEASE,
-        release_version="1.5.0",
-        framework=framework,
-        framework_version=version,
-        cuda=cuda,
-        python=None,
-        arch=Arch.X86_64,
-        env_pythons=("3.6",),
-        build=FrameworkBuild(requirement=f"{framework.value}=={version}", index_url=None, cuda_variant=None, cxx11_abi=None),
-    )
-
-
 def test_seed_torch_wheel_path_and_url():
-    cell = torch_cell("1.7.1", "11.0", "3.6")
+    cell = seed_cell("torch", "1.7.1", "11.0", "3.6")
     assert naming.wheel_path(cell) == "cuda110/perseus_torch-1.5.0+1.7.1-cp36-cp36m-linux_x86_64.whl"
     assert naming.wheel_url(cell) == (
         "https://ali-perseus-release.oss-cn-huhehaote.aliyuncs.com/cuda110/"
@@ -68,29 +46,29 @@ def test_seed_torch_wheel_path_and_url():
 
 
 def test_cp38_has_no_m_abi_flag():
-    assert naming.wheel_filename(torch_cell("1.8.0", "10.2", "3.8")) == "perseus_torch-1.5.0+1.8.0-cp38-cp38-linux_x86_64.whl"
-    assert naming.wheel_filename(torch_cell("1.8.0", "10.2", "3.7")) == "perseus_torch-1.5.0+1.8.0-cp37-cp37m-linux_x86_64.whl"
+    assert naming.wheel_filename(seed_cell("torch", "1.8.0", "10.2", "3.8")) == "perseus_torch-1.5.0+1.8.0-cp38-cp38-linux_x86_64.whl"
+    assert naming.wheel_filename(seed_cell("torch", "1.8.0", "10.2", "3.7")) == "perseus_torch-1.5.0+1.8.0-cp37-cp37m-linux_x86_64.whl"
 
 
 def test_python_independent_wheel():
-    cell = independent_cell(Framework.TENSORFLOW, "1.15.0", "10.0")
+    cell = seed_cell("tensorflow", "1.15.0", "10.0")
     assert naming.wheel_filename(cell) == "perseus_tensorflow-1.5.0+1.15.0-py2.py3-none-manylinux1_x86_64.whl"
     assert naming.repaired_wheel_filename(cell) == "perseus_tensorflow-1.5.0+1.15.0-py2.py3-none-manylinux2014_x86_64.whl"
 
 
 def test_same_filename_in_two_folders_keyed_by_path():
-    a, b = torch_cell("1.6.0", "10.1", "3.6"), torch_cell("1.6.0", "10.2", "3.6")
+    a, b = seed_cell("torch", "1.6.0", "10.1", "3.6"), seed_cell("torch", "1.6.0", "10.2", "3.6")
     assert naming.wheel_filename(a) == naming.wheel_filename(b)
     assert naming.wheel_path(a) != naming.wheel_path(b)
 
 
 def test_conda_and_docker_names():
-    cell = torch_cell("1.7.1", "11.0", "3.6")
+    cell = seed_cell("torch", "1.7.1", "11.0", "3.6")
     assert naming.conda_filename(cell, "3.6") == "torch_1.7.1_cuda11.0_py36.yaml"
     assert naming.docker_image_ref(cell, "centos7", "3.6") == "perseus-training:centos7-cu11.0-pt1.7.1-py36-latest"
-    tf = independent_cell(Framework.TENSORFLOW, "2.4.0", "11.0")
+    tf = seed_cell("tensorflow", "2.4.0", "11.0")
     assert naming.docker_image_ref(tf, "centos7", "3.6") == "perseus-training:centos7-cu11.0-tf2.4.0-py36-latest"
-    mx = independent_cell(Framework.MXNET, "1.7.0", "10.0")
+    mx = seed_cell("mxnet", "1.7.0", "10.0")
     assert naming.docker_tag(mx, "ubuntu1804", "3.6") == "ubuntu1804-cu10.0-mx1.7.0-py36-latest"
 
 
@@ -104,7 +82,7 @@ def test_cpu_cell_names_and_public_version_only():
 
 
 def test_ci_job_and_cibuildwheel_selector():
-    cells = [torch_cell("1.8.0", "10.2", py) for py in ("3.6", "3.7", "3.8", "3.9")]
+    cells = select_cells(SEED.cells, framework="torch", framework_version="1.8.0", cuda="10.2")
     (group,) = group_cells(cells)
     assert isinstance(group, CellGroup)
     assert naming.ci_job_id(group) == "torch-1_8_0-cuda102-x86_64"
@@ -113,4 +91,4 @@ def test_ci_job_and_cibuildwheel_selector():
 
 def test_environment_python_must_belong_to_cell():
     with pytest.raises(ValueError, match="no environment for Python 3.7"):
-        naming.conda_filename(torch_cell("1.7.1", "11.0", "3.6"), "3.7")
+        naming.conda_filename(seed_cell("torch", "1.7.1", "11.0", "3.6"), "3.7")

@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cli.main(args=argv, prog_name="aiacc-build", standalone_mode=False)
     except AiaccError as exc:
-        err_console.print(Text("error: ", style="bold red") + Text(str(exc)))
+        err_console.print(Text("error: ", style="bold red") + Text(str(exc)), soft_wrap=True)
         return exc.exit_code
     except click.exceptions.Abort:
         err_console.print("aborted")

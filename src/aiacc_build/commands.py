@@ -7,7 +7,13 @@ import importlib
 import click
 
 # Each module exposes `register(cli: click.Group) -> None`.
-COMMAND_MODULES: list[str] = []
+COMMAND_MODULES: list[str] = [
+    "matrix.cli",
+    "render.cli",
+    "checks.cli",
+    "build.cli",
+    "images.cli",
+]
 
 
 def register_all(cli: click.Group) -> None:

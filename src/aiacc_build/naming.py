@@ -6,6 +6,7 @@ tests in tests/test_naming.py pin the seed's exact names.
 
 from __future__ import annotations
 
+import re
 from urllib.parse import quote
 
 from .model import Cell, CellGroup, Framework, ReleaseInfo
@@ -100,6 +101,31 @@ def common_wheel_filename(release: ReleaseInfo) -> str:
     return f"{COMMON_DISTRIBUTION}-{release.version}-py3-none-any.whl"
 
 
+MANIFEST_FILENAME = "manifest.json"
+CHECKSUMS_FILENAME = "SHA256SUMS"
+SIMPLE_INDEX_DIR = "simple"
+
+
+def simple_project_name(distribution: str) -> str:
+    """PEP 503 project name: `perseus_torch` -> `perseus-torch`."""
+    return re.sub(r"[-_.]+", "-", distribution).lower()
+
+
+def simple_index_page(folder: str | None, project: str) -> str:
+    """Path of a project's PEP 503 page: `cpu/simple/perseus-torch/index.html`; folder None: the root index."""
+    return f"{simple_index_dir(folder)}{simple_project_name(project)}/index.html"
+
+
+def simple_index_dir(folder: str | None) -> str:
+    """A folder's index directory from the mirror root, `cpu/simple/`; folder None: the root index `simple/`."""
+    return f"{folder}/{SIMPLE_INDEX_DIR}/" if folder else f"{SIMPLE_INDEX_DIR}/"
+
+
+def simple_index_url(mirror_url: str, folder: str | None) -> str:
+    """The `--index-url` of a folder (`<mirror>/cpu/simple/`) or of the root index (folder None)."""
+    return f"{mirror_url.rstrip('/')}/{simple_index_dir(folder)}"
+
+
 def conda_filename(cell: Cell, python: str) -> str:
     """`torch_1.7.1_cuda11.0_py36.yaml`; CPU cells: `torch_2.13.0_cpu_py311.yaml`."""
     _check_env_python(cell, python)
@@ -155,3 +181,97 @@ def builder_image_tag(release: ReleaseInfo, cuda: str | None, arch: str) -> str:
 def _check_env_python(cell: Cell, python: str) -> None:
     if python not in cell.env_pythons:
         raise ValueError(f"cell {cell.key} has no environment for Python {python} (has {', '.join(cell.env_pythons)})")
+
+
+# --- Names used by the renderer (conda, Docker, CI, install script) ---------------------------------
+
+_MANYLINUX_RHEL_OS = {"manylinux2014": "centos7", "manylinux_2_28": "rockylinux8", "manylinux_2_34": "rockylinux9"}
+
+
+def common_wheel_path(release: ReleaseInfo) -> str:
+    """perseus-common lives at the mirror's root, beside the install script."""
+    return common_wheel_filename(release)
+
+
+def common_wheel_url(release: ReleaseInfo, mirror_url: str | None = None) -> str:
+    base = (mirror_url or release.mirror_url).rstrip("/")
+    return f"{base}/{url_path(common_wheel_path(release))}"
+
+
+def install_script_url(release: ReleaseInfo, mirror_url: str | None = None) -> str:
+    base = (mirror_url or release.mirror_url).rstrip("/")
+    return f"{base}/{INSTALL_SCRIPT_NAME}"
+
+
+def _nvidia_os(os_type: str) -> str:
+    """Our OS type -> the OS part of an nvidia/cuda tag: `ubuntu1804` -> `ubuntu18.04`."""
+    if os_type.startswith("ubuntu") and len(os_type) == len("ubuntu") + 4 and os_type[6:].isdigit():
+        return f"ubuntu{os_type[6:8]}.{os_type[8:]}"
+    return os_type
+
+
+def distro_base_image(os_type: str) -> str:
+    """The plain distribution image of an OS type (CPU images): `ubuntu2204` -> `ubuntu:22.04`."""
+    for distro in ("ubuntu", "centos", "debian", "rockylinux"):
+        if os_type.startswith(distro) and os_type[len(distro):].isdigit():
+            number = os_type[len(distro):]
+            if distro == "ubuntu" and len(number) == 4:
+                number = f"{number[:2]}.{number[2:]}"
+            return f"{distro}:{number}"
+    raise ValueError(f"no distribution image known for OS type {os_type!r}")
+
+
+def cuda_base_image(cuda: str, os_type: str) -> str:
+    """Published images build on NVIDIA's: `nvidia/cuda:11.0-cudnn-devel-centos7`."""
+    return f"nvidia/cuda:{cuda}-cudnn-devel-{_nvidia_os(os_type)}"
+
+
+def local_base_image(release: ReleaseInfo, cuda: str | None) -> str:
+    """The Debian base made on this machine (debootstrap + import), with or without a CUDA toolkit."""
+    accel = "cpu" if cuda is None else f"cuda{cuda}"
+    return f"perseus-base:{release.local_os_type}-{accel}"
+
+
+def docker_base_image(cell: Cell, os_type: str) -> str:
+    """The BASE_IMAGE build argument of a cell's image for one OS type."""
+    if os_type == cell.release.local_os_type:
+        return local_base_image(cell.release, cell.cuda)
+    return distro_base_image(os_type) if cell.cuda is None else cuda_base_image(cell.cuda, os_type)
+
+
+def docker_bake_target(cell: Cell, os_type: str, python: str) -> str:
+    """Bake target names allow letters, digits, `_` and `-`: the tag with dots turned into `_`."""
+    return docker_tag(cell, os_type, python).replace(".", "_")
+
+
+def manylinux_base_image(release: ReleaseInfo, arch: str) -> str:
+    """cibuildwheel's manylinux image of the release's policy: `quay.io/pypa/manylinux2014_x86_64`."""
+    return f"quay.io/pypa/{release.manylinux_image}_{arch}"
+
+
+def builder_cuda_image(release: ReleaseInfo, cuda: str) -> str:
+    """NVIDIA's devel image whose toolkit the builder copies: same RHEL generation as the manylinux policy."""
+    try:
+        os_name = _MANYLINUX_RHEL_OS[release.manylinux_image]
+    except KeyError:
+        raise ValueError(
+            f"no CUDA devel image known for manylinux policy {release.manylinux_image!r} "
+            f"(known: {', '.join(sorted(_MANYLINUX_RHEL_OS))})"
+        ) from None
+    return f"nvidia/cuda:{cuda}-devel-{os_name}"
+
+
+def builder_bake_target(release: ReleaseInfo, cuda: str | None, arch: str) -> str:
+    """`builder-manylinux2014-cuda11_0-x86_64`."""
+    tag = builder_image_tag(release, cuda, arch).split(":", 1)[1]
+    return f"builder-{tag.replace('.', '_')}"
+
+
+def ci_workflow_filename(release: ReleaseInfo) -> str:
+    """`build-wheels-1.5.0.yml`: one GitHub Actions workflow per release."""
+    return f"build-wheels-{release.version}.yml"
+
+
+def conda_env_name(cell: Cell, python: str) -> str:
+    """The environment `conda env create -f` makes: the file name without `.yaml`."""
+    return conda_filename(cell, python)[: -len(".yaml")]

@@ -1,109 +1,36 @@
 """Launch-environment detection: who am I in this job (rank, size, local rank, ...) and who said so.
 
-`detect()` reads the variables (and appended argv) that launchers set. Each detector returns the
-numbers it found together with the source that gave each of them, so that `perseus doctor` can say
-where every number came from.
+`detect()` reads the variables (and the appended argv) that launchers set and returns a LaunchEnv whose
+`sources` name the variable that gave every number. `perseus.init()`-style callers (the Horovod API,
+the DDP hook) use it, `perseus doctor` prints it, `python -m perseus.launch` prints it as JSON.
+
+Precedence (the first launcher whose variables are present wins; innermost launcher first):
+
+ 1. torchrun / torch.distributed.launch / perseusrun   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK
+ 2. horovodrun                                         HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_*, HOROVOD_CROSS_RANK
+ 3. Open MPI                                           OMPI_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE
+ 4. MVAPICH2                                           MV2_COMM_WORLD_RANK/_SIZE/_LOCAL_RANK/_LOCAL_SIZE
+ 5. MPICH / Intel MPI (Hydra), srun --mpi=pmi2        PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS
+ 6. Slurm srun tasks                                   SLURM_PROCID, SLURM_STEP_NUM_TASKS/SLURM_NTASKS, SLURM_LOCALID, SLURM_NODEID
+ 7. PaddlePaddle                                       PADDLE_TRAINER_ID, PADDLE_TRAINERS_NUM / PADDLE_NUM_TRAINERS (nodes), endpoints
+ 8. Ascend rank table                                  RANK_TABLE_FILE, RANK_ID, RANK_SIZE, ASCEND_DEVICE_ID
+ 9. ModelArts PyTorch-GPU (node level)                 argv --init_method tcp://IP:PORT --rank R --world_size N, VC_*/MA_*
+10. BytePS / DMLC workers (node level)                 DMLC_ROLE, DMLC_WORKER_ID, DMLC_NUM_WORKER, BYTEPS_LOCAL_*
+
+Every other launcher found is checked against the winner: one that reports the same world size must
+report the same rank (and local numbers), one that reports a LARGER world size contradicts it; both
+raise LaunchEnvironmentError naming the two sources. One with a smaller world size is an outer launcher
+(srun starting torchrun) and is listed in sources["outer_launchers"]. Numbers the winner does not give
+are taken from an agreeing launcher, then derived (local rank = rank % local size, node rank =
+rank // local size); node-level launchers derive rank = node_rank x local_size + local_rank with the
+local size from the launcher or the visible devices (CUDA_/ASCEND_/NVIDIA_VISIBLE_DEVICES).
+MASTER_ADDR / MASTER_PORT fill the master address and port when the winner names none.
+See README.md beside this file for every variable and where its meaning comes from.
 """
 
-from __future__ import annotations
+from typing import List
 
-import os
-from dataclasses import dataclass, field
-from typing import Dict, List, Mapping, Optional, Sequence
+from .model import FIELDS, LaunchEnv, LaunchEnvironmentError, Reading
+from .resolve import DETECTORS, detect
 
-
-class LaunchEnvironmentError(RuntimeError):
-    """The launch environment is contradictory or malformed (names the variables involved)."""
-
-
-@dataclass(frozen=True)
-class LaunchEnv:
-    launcher: str  # "torchrun", "openmpi", ..., or "single" when no launcher was detected
-    rank: int
-    size: int
-    local_rank: int
-    local_size: int
-    node_rank: int
-    master_addr: Optional[str]
-    master_port: Optional[int]
-    sources: Dict[str, str] = field(default_factory=dict)  # field -> "VARIABLE=value" that gave it
-
-    @property
-    def num_nodes(self) -> int:
-        return max(1, self.size // max(1, self.local_size))
-
-
-def _int(environ: Mapping[str, str], name: str) -> int:
-    raw = environ[name]
-    try:
-        return int(raw)
-    except ValueError:
-        raise LaunchEnvironmentError(f"{name}={raw!r} is not an integer") from None
-
-
-def _detect_torchrun(environ: Mapping[str, str], argv: Sequence[str]) -> Optional[LaunchEnv]:
-    if not all(k in environ for k in ("RANK", "WORLD_SIZE")):
-        return None
-    sources: Dict[str, str] = {}
-    rank, size = _int(environ, "RANK"), _int(environ, "WORLD_SIZE")
-    sources["rank"], sources["size"] = f"RANK={rank}", f"WORLD_SIZE={size}"
-    local_rank = _int(environ, "LOCAL_RANK") if "LOCAL_RANK" in environ else rank
-    local_size = _int(environ, "LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in environ else size
-    sources["local_rank"] = f"LOCAL_RANK={local_rank}" if "LOCAL_RANK" in environ else "RANK (no LOCAL_RANK)"
-    sources["local_size"] = (
-        f"LOCAL_WORLD_SIZE={local_size}" if "LOCAL_WORLD_SIZE" in environ else "WORLD_SIZE (no LOCAL_WORLD_SIZE)"
-    )
-    if "GROUP_RANK" in environ:
-        node_rank = _int(environ, "GROUP_RANK")
-        sources["node_rank"] = f"GROUP_RANK={node_rank}"
-    else:
-        node_rank = rank // max(1, local_size)
-        sources["node_rank"] = "rank // local_size"
-    port = _int(environ, "MASTER_PORT") if "MASTER_PORT" in environ else None
-    return LaunchEnv(
-        launcher="torchrun",
-        rank=rank,
-        size=size,
-        local_rank=local_rank,
-        local_size=local_size,
-        node_rank=node_rank,
-        master_addr=environ.get("MASTER_ADDR"),
-        master_port=port,
-        sources=sources,
-    )
-
-
-# Precedence: the first detector that recognises its launcher wins.
-DETECTORS = [_detect_torchrun]
-
-
-def _validate(env: LaunchEnv) -> LaunchEnv:
-    s = env.sources
-    if env.size < 1:
-        raise LaunchEnvironmentError(f"world size must be >= 1 (from {s.get('size')})")
-    if not 0 <= env.rank < env.size:
-        raise LaunchEnvironmentError(f"rank {env.rank} (from {s.get('rank')}) is not below size {env.size} (from {s.get('size')})")
-    if not 0 <= env.local_rank < env.local_size:
-        raise LaunchEnvironmentError(
-            f"local rank {env.local_rank} (from {s.get('local_rank')}) is not below local size "
-            f"{env.local_size} (from {s.get('local_size')})"
-        )
-    if env.local_size > env.size:
-        raise LaunchEnvironmentError(
-            f"local size {env.local_size} (from {s.get('local_size')}) exceeds size {env.size} (from {s.get('size')})"
-        )
-    return env
-
-
-def detect(environ: Optional[Mapping[str, str]] = None, argv: Optional[Sequence[str]] = None) -> LaunchEnv:
-    """The launch environment of this process; a single process (rank 0 of 1) when none is found."""
-    environ = os.environ if environ is None else environ
-    argv = list(argv) if argv is not None else []
-    for detector in DETECTORS:
-        found = detector(environ, argv)
-        if found is not None:
-            return _validate(found)
-    return LaunchEnv("single", 0, 1, 0, 1, 0, None, None, {"rank": "no launcher detected"})
-
-
-__all__: List[str] = ["LaunchEnv", "LaunchEnvironmentError", "detect", "DETECTORS"]
+__all__: List[str] = ["LaunchEnv", "LaunchEnvironmentError", "Reading", "FIELDS", "detect", "DETECTORS"]

@@ -1,0 +1,469 @@
+"""`perseus doctor`: one report of everything a perseus job depends on, and what to install when it does
+not match (ds_report and horovodrun --check-build in one).
+
+It reports the detected launch environment (and the source of every number), the NVIDIA driver, the CUDA
+runtime of each framework and the system CUDA toolkit, every installed framework with its build flags
+(CUDA, C++ ABI, torch.distributed backends), the installed perseus wheels with their build manifests
+(read as files: the compiled extensions are never imported here) and the launch tools. Frameworks are
+probed in child processes, so a framework that crashes on import is reported instead of crashing this.
+
+Exit code 1 when a problem of severity "error" (a mismatch) is found, 0 otherwise.
+"""
+
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+INSTALLER = "install_AIACC-Training.sh"
+PROBE_TIMEOUT_SECONDS = 180
+# Oldest Linux driver for each CUDA runtime, with minor-version compatibility within a major version
+# (NVIDIA CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver Versions").
+MIN_DRIVER = [((10, 0), "410.48"), ((10, 1), "418.39"), ((10, 2), "440.33"), ((11, 0), "450.80.02"),
+              ((12, 0), "525.60.13"), ((13, 0), "580.65.06")]
+
+# Framework distributions (any of the names) -> the import name probed.
+FRAMEWORKS = [("torch", ("torch",)), ("tensorflow", ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")),
+              ("mxnet", ("mxnet", "mxnet-cu112", "mxnet-cu110", "mxnet-cu102", "mxnet-cu101", "mxnet-cu100", "mxnet-mkl"))]
+
+# Each probe prints one JSON object; run as `python -c PROBE` so that a broken framework cannot crash the report.
+PROBES = {
+    "torch": """
+import json, torch
+d = {"version": torch.__version__, "cuda": torch.version.cuda, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+     "cuda_available": torch.cuda.is_available(), "devices": torch.cuda.device_count() if torch.cuda.is_available() else 0}
+try:
+    d["cudnn"] = torch.backends.cudnn.version()
+except Exception:
+    d["cudnn"] = None
+import torch.distributed as dist
+d["distributed"] = dist.is_available()
+if d["distributed"]:
+    d["gloo"] = dist.is_gloo_available(); d["nccl"] = dist.is_nccl_available(); d["mpi"] = dist.is_mpi_available()
+print(json.dumps(d))
+""",
+    "tensorflow": """
+import json, os
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf
+info = tf.sysconfig.get_build_info() if hasattr(tf.sysconfig, "get_build_info") else {}
+print(json.dumps({"version": tf.__version__, "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
+                  "cxx11_abi": bool(tf.sysconfig.CXX11_ABI_FLAG), "cuda_built": bool(info.get("is_cuda_build"))}))
+""",
+    "mxnet": """
+import json, mxnet as mx
+f = mx.runtime.Features()
+print(json.dumps({"version": mx.__version__, "cuda": "yes" if f.is_enabled("CUDA") else None,
+                  "nccl": f.is_enabled("NCCL"), "cxx11_abi": None}))
+""",
+}
+
+
+@dataclass
+class Problem:
+    severity: str  # "error" (a mismatch: exit code 1) or "warning"
+    what: str
+    fix: str
+
+
+@dataclass
+class PerseusWheel:
+    name: str
+    version: str
+    location: str
+    manifest_path: Optional[str] = None
+    manifest: Optional[Dict[str, Any]] = None
+
+
+@dataclass
+class Report:
+    launch: Dict[str, Any] = field(default_factory=dict)
+    driver: Dict[str, Any] = field(default_factory=dict)
+    cuda_toolkit: Dict[str, Any] = field(default_factory=dict)
+    frameworks: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    perseus: List[PerseusWheel] = field(default_factory=list)
+    tools: Dict[str, Optional[str]] = field(default_factory=dict)
+    system: Dict[str, str] = field(default_factory=dict)
+    problems: List[Problem] = field(default_factory=list)
+
+    def error(self, what: str, fix: str) -> None:
+        self.problems.append(Problem("error", what, fix))
+
+    def warn(self, what: str, fix: str) -> None:
+        self.problems.append(Problem("warning", what, fix))
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)
+
+    def to_dict(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["ok"] = self.ok
+        return d
+
+
+# -- gathering --------------------------------------------------------------------------------------------
+
+def _run(argv: List[str], timeout: float = 20) -> Optional[str]:
+    try:
+        proc = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def _version_tuple(text: str) -> Tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", text)[:3])
+
+
+def gather_launch(report: Report) -> None:
+    from perseus.launch import LaunchEnvironmentError, detect
+
+    try:
+        report.launch = detect().to_dict()
+    except LaunchEnvironmentError as exc:
+        report.launch = {"error": str(exc)}
+        report.error("launch environment: {}".format(exc), "unset the stale launcher variables, or start the job with one launcher")
+
+
+def gather_driver(report: Report) -> None:
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            text = f.read()
+        match = re.search(r"Kernel Module\s+(?:for\s+\S+\s+)?(\d+\.\d+(?:\.\d+)?)", text)
+        report.driver = {"version": match.group(1) if match else None, "source": "/proc/driver/nvidia/version"}
+    except OSError:
+        out = _run(["nvidia-smi", "--query-gpu=driver_version,name", "--format=csv,noheader"]) if shutil.which("nvidia-smi") else None
+        if out and out.strip():
+            first = out.strip().splitlines()[0].split(",")
+            report.driver = {"version": first[0].strip(), "gpus": [l.split(",", 1)[-1].strip() for l in out.strip().splitlines()],
+                             "source": "nvidia-smi"}
+        else:
+            report.driver = {"version": None, "source": "no /proc/driver/nvidia/version and no nvidia-smi: no NVIDIA driver"}
+    gpus_dir = "/proc/driver/nvidia/gpus"
+    if os.path.isdir(gpus_dir):
+        report.driver["gpu_count"] = len(os.listdir(gpus_dir))
+
+
+def gather_cuda_toolkit(report: Report) -> None:
+    home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    version = None
+    try:
+        with open(os.path.join(home, "version.json")) as f:
+            version = json.load(f).get("cuda", {}).get("version")
+    except (OSError, ValueError):
+        try:
+            with open(os.path.join(home, "version.txt")) as f:
+                found = re.search(r"(\d+\.\d+(?:\.\d+)?)", f.read())
+                version = found.group(1) if found else None
+        except OSError:
+            pass
+    nvcc = shutil.which("nvcc") or (os.path.join(home, "bin", "nvcc") if os.path.exists(os.path.join(home, "bin", "nvcc")) else None)
+    if version is None and nvcc:
+        out = _run([nvcc, "--version"]) or ""
+        found = re.search(r"release (\d+\.\d+)", out)
+        version = found.group(1) if found else None
+    report.cuda_toolkit = {"home": home if os.path.isdir(home) else None, "version": version, "nvcc": nvcc}
+
+
+def _distributions() -> List[Tuple[str, str, str, List[str]]]:
+    """(name, version, location, files relative to location) of every installed distribution."""
+    found = []
+    try:
+        from importlib import metadata
+    except ImportError:  # Python 3.6 / 3.7
+        try:
+            import importlib_metadata as metadata  # type: ignore
+        except ImportError:
+            metadata = None
+    if metadata is not None:
+        for dist in metadata.distributions():
+            name = dist.metadata["Name"] or ""
+            location = str(dist.locate_file(""))
+            files = [str(f) for f in (dist.files or [])]
+            found.append((name, dist.version, location, files))
+        return found
+    import pkg_resources
+
+    for dist in pkg_resources.working_set:
+        files = []
+        if dist.has_metadata("RECORD"):
+            files = [line.split(",")[0] for line in dist.get_metadata_lines("RECORD")]
+        found.append((dist.project_name, dist.version, dist.location, files))
+    return found
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def gather_frameworks(report: Report, dists: List[Tuple[str, str, str, List[str]]]) -> None:
+    installed = {_normal(name): version for name, version, _, _ in dists}
+    for module, names in FRAMEWORKS:
+        dist_name = next((n for n in names if _normal(n) in installed), None)
+        if dist_name is None:
+            continue
+        entry: Dict[str, Any] = {"distribution": dist_name, "distribution_version": installed[_normal(dist_name)]}
+        try:
+            proc = subprocess.run([sys.executable, "-c", PROBES[module]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  universal_newlines=True, timeout=PROBE_TIMEOUT_SECONDS)
+            if proc.returncode == 0:
+                entry.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+            else:
+                entry["import_error"] = (proc.stderr.strip().splitlines() or ["exit code {}".format(proc.returncode)])[-1]
+        except subprocess.TimeoutExpired:
+            entry["import_error"] = "import took longer than {} s".format(PROBE_TIMEOUT_SECONDS)
+        report.frameworks[module] = entry
+        if "import_error" in entry:
+            report.error("{} {} is installed but does not import: {}".format(module, entry["distribution_version"], entry["import_error"]),
+                         "reinstall {} (pip install --force-reinstall {}=={})".format(module, dist_name, entry["distribution_version"]))
+
+
+def _find_manifest(files: List[str], location: str, framework: str) -> Optional[str]:
+    suffix = "perseus/{}/build_manifest.json".format(framework)
+    for f in files:
+        if f.replace(os.sep, "/").endswith(suffix):
+            return os.path.normpath(os.path.join(location, f))
+    import perseus
+
+    for directory in getattr(perseus, "__path__", []):
+        candidate = os.path.join(directory, framework, "build_manifest.json")
+        if os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def gather_perseus(report: Report, dists: List[Tuple[str, str, str, List[str]]]) -> None:
+    for name, version, location, files in dists:
+        normal = _normal(name)
+        if not normal.startswith("perseus-"):
+            continue
+        wheel = PerseusWheel(name, version, location)
+        framework = normal[len("perseus-"):]
+        if framework in ("torch", "tensorflow", "mxnet"):
+            wheel.manifest_path = _find_manifest(files, location, framework)
+            if wheel.manifest_path is None:
+                report.error("{} {} has no perseus/{}/build_manifest.json".format(name, version, framework),
+                             "reinstall {} from the wheel for your {} ({})".format(name, framework, INSTALLER))
+            else:
+                try:
+                    with open(wheel.manifest_path) as f:
+                        wheel.manifest = json.load(f)
+                except (OSError, ValueError) as exc:
+                    report.error("{}: cannot read its build manifest {} ({})".format(name, wheel.manifest_path, exc),
+                                 "reinstall {} ({})".format(name, INSTALLER))
+        report.perseus.append(wheel)
+
+
+def _which(name: str) -> Optional[str]:
+    """On PATH, or next to this interpreter (a virtual environment's bin/ need not be on PATH)."""
+    beside = os.path.join(os.path.dirname(sys.executable), name)
+    return shutil.which(name) or (beside if os.access(beside, os.X_OK) else None)
+
+
+def gather_tools(report: Report) -> None:
+    mpirun = shutil.which("mpirun")
+    version = None
+    if mpirun:
+        out = _run([mpirun, "--version"]) or ""
+        version = out.strip().splitlines()[0] if out.strip() else None
+    report.tools = {"perseusrun": _which("perseusrun"), "mpirun": mpirun, "mpirun_version": version,
+                    "ssh": shutil.which("ssh"), "torchrun": _which("torchrun"), "horovodrun": _which("horovodrun")}
+
+
+def gather_system(report: Report) -> None:
+    libc = platform.libc_ver()
+    gcc = _run(["gcc", "--version"]) if shutil.which("gcc") else None
+    report.system = {"python": "{} ({})".format(platform.python_version(), sys.executable), "platform": platform.platform(),
+                     "glibc": " ".join(libc) if libc[0] else "unknown", "gcc": gcc.splitlines()[0] if gcc else "not installed"}
+
+
+# -- checking ---------------------------------------------------------------------------------------------
+
+def _cuda_words(cuda: Optional[str]) -> str:
+    return "CUDA {}".format(cuda) if cuda else "CPU only"
+
+
+def check_driver(report: Report) -> None:
+    driver = report.driver.get("version")
+    for name, fw in report.frameworks.items():
+        cuda = fw.get("cuda") if isinstance(fw.get("cuda"), str) and fw.get("cuda") != "yes" else None
+        if not cuda:
+            continue
+        if driver is None:
+            report.warn("{} {} is a {} build but there is no NVIDIA driver: it runs on CPU only".format(name, fw.get("version"), _cuda_words(cuda)),
+                        "install the NVIDIA driver (>= {} for CUDA {}) to train on GPUs".format(_min_driver(cuda) or "?", cuda))
+            continue
+        needed = _min_driver(cuda)
+        if needed and _version_tuple(driver) < _version_tuple(needed):
+            report.error("NVIDIA driver {} is older than CUDA {} of {} {} needs (>= {})".format(driver, cuda, name, fw.get("version"), needed),
+                         "upgrade the driver to >= {}, or install the {} build made for an older CUDA".format(needed, name))
+    if driver and report.frameworks.get("torch", {}).get("cuda") is None and "torch" in report.frameworks:
+        report.warn("an NVIDIA driver ({}) is present but torch {} is CPU only".format(driver, report.frameworks["torch"].get("version")),
+                    "install a CUDA build of torch, then the matching perseus_torch ({})".format(INSTALLER))
+
+
+def _min_driver(cuda: str) -> Optional[str]:
+    version = _version_tuple(cuda)[:2]
+    best = None
+    for (major, minor), driver in MIN_DRIVER:
+        if version[0] == major and (major >= 11 or version[1] == minor):
+            best = driver
+    return best
+
+
+def check_perseus(report: Report) -> None:
+    common = [w for w in report.perseus if _normal(w.name) == "perseus-common"]
+    from perseus.run.args import _version
+
+    release = common[0].version if common else _version()
+    by_name: Dict[str, List[PerseusWheel]] = {}
+    for wheel in report.perseus:
+        by_name.setdefault(_normal(wheel.name), []).append(wheel)
+    for name, wheels in by_name.items():
+        if len(wheels) > 1:
+            report.error("{} is installed {} times: {}".format(name, len(wheels), "; ".join("{} in {}".format(w.version, w.location) for w in wheels)),
+                         "uninstall the copies you do not use (pip uninstall {}; check PYTHONPATH)".format(name))
+    frameworks = [w for w in report.perseus if _normal(w.name) != "perseus-common"]
+    if not frameworks:
+        report.warn("no perseus framework wheel (perseus_torch, perseus_tensorflow, perseus_mxnet) is installed",
+                    "run bash {} to install the one for your framework, CUDA and Python".format(INSTALLER))
+    for wheel in frameworks:
+        framework = _normal(wheel.name)[len("perseus-"):]
+        wheel_release = wheel.version.split("+")[0]
+        if wheel_release != release:
+            report.error("{} {} is of release {} but perseus-common is {}".format(wheel.name, wheel.version, wheel_release, release),
+                         "install perseus-common=={} (pip install perseus-common=={})".format(wheel_release, wheel_release))
+        fw = report.frameworks.get(framework)
+        manifest = wheel.manifest
+        if fw is None:
+            built = manifest.get("{}_version".format(framework)) if manifest else wheel.version.partition("+")[2]
+            report.error("{} {} is installed but {} is not".format(wheel.name, wheel.version, framework),
+                         "pip install {}=={} (the version it was built for), or pip uninstall {}".format(framework, (built or "").split("+")[0], wheel.name))
+            continue
+        if manifest is None or "import_error" in fw:
+            continue
+        differences = _manifest_differences(framework, manifest, fw)
+        if differences:
+            public = str(fw.get("version", "")).split("+")[0]
+            report.error("{} {} was built for another environment: {}".format(wheel.name, wheel.version, "; ".join(differences)),
+                         "install {} {}+{} built for {} and cp{}{} (bash {} picks it)".format(
+                             wheel.name, release, public, _cuda_words(fw.get("cuda")), sys.version_info[0], sys.version_info[1], INSTALLER))
+
+
+def _manifest_differences(framework: str, manifest: Dict[str, Any], fw: Dict[str, Any]) -> List[str]:
+    """What differs between a wheel's build manifest and the running framework / interpreter (the same
+    comparison perseus.<framework> makes when it loads its library)."""
+    found = []
+    built_version = manifest.get("{}_version".format(framework))
+    if built_version is not None and built_version != fw.get("version"):
+        found.append("{} {} (built) vs {} (installed)".format(framework, built_version, fw.get("version")))
+    key = "{}_cuda".format(framework)
+    if key in manifest and (manifest[key] or None) != (fw.get("cuda") or None):
+        found.append("{} (built) vs {} (installed)".format(_cuda_words(manifest[key]), _cuda_words(fw.get("cuda"))))
+    if "cxx11_abi" in manifest and fw.get("cxx11_abi") is not None and bool(manifest["cxx11_abi"]) != bool(fw["cxx11_abi"]):
+        words = {True: "cxx11 ABI", False: "pre-cxx11 ABI"}
+        found.append("{} (built) vs {} ({})".format(words[bool(manifest["cxx11_abi"])], words[bool(fw["cxx11_abi"])], framework))
+    running_tag = "cp{}{}".format(*sys.version_info[:2])
+    if manifest.get("python_tag") not in (None, running_tag, "py2.py3", "py3"):
+        found.append("Python {} (built) vs {} (running)".format(manifest["python_tag"], running_tag))
+    return found
+
+
+def check_torch_distributed(report: Report) -> None:
+    torch = report.frameworks.get("torch")
+    if not torch or "import_error" in torch:
+        return
+    if not torch.get("distributed"):
+        report.error("torch {} was built without torch.distributed".format(torch.get("version")),
+                     "install an official torch build (pip install torch=={})".format(str(torch.get("version")).split("+")[0]))
+    elif not torch.get("gloo"):
+        report.error("torch {} has no Gloo backend (perseus uses it for CPU tensors and rendezvous)".format(torch.get("version")),
+                     "install an official torch build with Gloo")
+
+
+def collect() -> Report:
+    report = Report()
+    dists = _distributions()
+    gather_launch(report)
+    gather_driver(report)
+    gather_cuda_toolkit(report)
+    gather_frameworks(report, dists)
+    gather_perseus(report, dists)
+    gather_tools(report)
+    gather_system(report)
+    check_driver(report)
+    check_perseus(report)
+    check_torch_distributed(report)
+    return report
+
+
+# -- printing ---------------------------------------------------------------------------------------------
+
+def format_text(report: Report) -> str:
+    lines = ["perseus doctor"]
+    lines.append("\nlaunch environment")
+    if "error" in report.launch:
+        lines.append("  error: " + report.launch["error"])
+    else:
+        sources = report.launch.get("sources", {})
+        lines.append("  launcher: {}".format(report.launch.get("launcher")))
+        for key in ("rank", "size", "local_rank", "local_size", "node_rank", "master_addr", "master_port"):
+            lines.append("  {:<12} {:<16} <- {}".format(key + ":", str(report.launch.get(key)), sources.get(key, "")))
+        if sources.get("outer_launchers"):
+            lines.append("  started inside: " + sources["outer_launchers"])
+    lines.append("\nNVIDIA driver")
+    lines.append("  version: {}  ({})".format(report.driver.get("version") or "none", report.driver.get("source")))
+    lines.append("\nCUDA toolkit")
+    lines.append("  version: {}  home: {}  nvcc: {}".format(report.cuda_toolkit.get("version") or "none",
+                                                           report.cuda_toolkit.get("home") or "none", report.cuda_toolkit.get("nvcc") or "none"))
+    lines.append("\nframeworks")
+    if not report.frameworks:
+        lines.append("  none installed (torch, tensorflow, mxnet)")
+    for name, fw in report.frameworks.items():
+        if "import_error" in fw:
+            lines.append("  {} {}: does not import ({})".format(name, fw["distribution_version"], fw["import_error"]))
+            continue
+        abi = {True: "cxx11 ABI", False: "pre-cxx11 ABI", None: "ABI n/a"}[fw.get("cxx11_abi")]
+        extra = ""
+        if name == "torch":
+            extra = ", distributed: gloo={} nccl={} mpi={}, cuda available: {} ({} devices)".format(
+                fw.get("gloo"), fw.get("nccl"), fw.get("mpi"), fw.get("cuda_available"), fw.get("devices"))
+        lines.append("  {} {}: {}, {}{}".format(name, fw.get("version"), _cuda_words(fw.get("cuda") if fw.get("cuda") != "yes" else "(yes)"), abi, extra))
+    lines.append("\nperseus wheels")
+    for w in report.perseus:
+        lines.append("  {} {}  ({})".format(w.name, w.version, w.location))
+        if w.manifest:
+            m = w.manifest
+            fw = _normal(w.name)[len("perseus-"):]
+            lines.append("    built for {} {}, {}, {}, {}, compiler {}".format(
+                fw, m.get("{}_version".format(fw)), _cuda_words(m.get("{}_cuda".format(fw))),
+                "cxx11 ABI" if m.get("cxx11_abi") else "pre-cxx11 ABI", m.get("python_tag"),
+                " ".join(str(v) for v in (m.get("compiler") or {}).values()) or "?"))
+            lines.append("    manifest: {}".format(w.manifest_path))
+    if not report.perseus:
+        lines.append("  none found")
+    lines.append("\ntools")
+    for key, value in report.tools.items():
+        lines.append("  {}: {}".format(key, value or "not found"))
+    lines.append("\nsystem")
+    for key, value in report.system.items():
+        lines.append("  {}: {}".format(key, value))
+    lines.append("")
+    if not report.problems:
+        lines.append("no problems found")
+    for p in report.problems:
+        lines.append("{}: {}".format(p.severity.upper(), p.what))
+        lines.append("  fix: {}".format(p.fix))
+    return "\n".join(lines)
+
+
+def main(as_json: bool = False) -> int:
+    report = collect()
+    print(json.dumps(report.to_dict(), indent=2) if as_json else format_text(report))
+    return 0 if report.ok else 1

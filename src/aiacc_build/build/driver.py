@@ -1,0 +1,335 @@
+"""The build driver: perseus-common once, the native core once per (toolkit, compiler, build type, release),
+then per cell: binding wheel -> auditwheel repair -> re-tag -> test in a fresh environment -> dist/.
+
+Every step is a content-addressed cache entry (see cache.py), so a rebuild does only what its inputs
+changed. CI runs the same steps through cibuildwheel in a manylinux builder image (podman with a
+locally built image); on this machine the driver runs them natively with the host toolchain.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .. import __version__
+from ..model import Cell, ReleaseInfo
+from ..naming import COMMON_DISTRIBUTION, common_wheel_filename, wheel_filename, wheel_path
+from ..paths import DIST_DIR, NATIVE_DIR
+from .binding import BindingSpec, build_binding, read_binding_spec
+from .cache import BuildCache
+from .common import CommonWheel, build_common
+from .core import CoreBuild, build_core, core_key_inputs
+from .envs import ensure_build_env
+from .hashing import file_sha256, tree_digest
+from .plan import BuildPlan, CellPlan, binding_dir
+from .record import BuildRecord, CellRecord, CommonRecord, load_record, mirror_root, save_record
+from .repair import EXCLUDED_LIBRARIES, RepairError, repair_and_retag
+from .smoke import SmokeResult, smoke_test
+from .toolchain import Toolchain, detect_toolchain
+from .wheelinfo import framework_dependencies, read_wheel
+
+# Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
+DRIVER_REVISION = 2
+BUILD_TYPE = "Release"
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    build_type: str = BUILD_TYPE
+    jobs: int = 2
+    test: bool = True
+
+
+@dataclass(frozen=True)
+class CellResult:
+    plan: CellPlan
+    path: Path  # in dist/
+    sha256: str
+    size: int
+    fingerprint: str
+    repaired_platform: str
+    grafted: tuple[str, ...]
+    note: str | None  # e.g. the published tag promises an older glibc than this native build needs
+    reused: bool  # the wheel came from the cache
+    core: CoreBuild | None  # None when the wheel was reused (the core was not needed)
+    smoke: SmokeResult | None
+    seconds: float
+    steps: dict[str, float]  # seconds per step run in this build: core, build env, binding, repair, test
+    toolchain: str
+
+
+class _StepClock:
+    def __init__(self, steps: dict[str, float]):
+        self.steps = steps
+
+    @contextmanager
+    def __call__(self, name: str) -> Iterator[None]:
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.steps[name] = self.steps.get(name, 0.0) + time.perf_counter() - started
+
+
+@dataclass(frozen=True)
+class CellFailure:
+    plan: CellPlan
+    error: str
+
+
+@dataclass
+class BuildReport:
+    release: ReleaseInfo
+    plan: BuildPlan
+    common: CommonWheel | None = None
+    results: list[CellResult] = field(default_factory=list)
+    failures: list[CellFailure] = field(default_factory=list)
+    cores: list[CoreBuild] = field(default_factory=list)  # cores this run needed (built or reused)
+    core_builds: int = 0  # cores compiled in this run (not reused)
+    seconds: float = 0.0
+    record_path: Path | None = None
+
+
+Progress = Callable[[str], None]
+
+
+class Builder:
+    def __init__(
+        self,
+        cache: BuildCache,
+        dist_dir: Path = DIST_DIR,
+        native_dir: Path = NATIVE_DIR,
+        options: BuildOptions = BuildOptions(),
+        progress: Progress | None = None,
+    ):
+        self.cache = cache
+        self.dist_dir = dist_dir
+        self.native_dir = native_dir
+        self.options = options
+        self.progress = progress or (lambda message: None)
+        self._cores: dict[str, CoreBuild] = {}
+        self._digests: dict[tuple[Path, frozenset[str]], str] = {}
+
+    def _digest(self, path: Path, exclude: frozenset[str] = frozenset()) -> str:
+        """Source digests, computed once per build session."""
+        if (path, exclude) not in self._digests:
+            self._digests[(path, exclude)] = tree_digest(path, exclude)
+        return self._digests[(path, exclude)]
+
+    # -- the release ---------------------------------------------------------------------------
+    def build(self, release: ReleaseInfo, plan: BuildPlan) -> BuildReport:
+        started = time.perf_counter()
+        self._cores = {}
+        report = BuildReport(release=release, plan=plan)
+        root = mirror_root(release.version, self.dist_dir)
+        self.progress(f"perseus-common {release.version}")
+        report.common = build_common(release, self.cache, self.native_dir / "runtime")
+        self._publish(report.common.path, root / common_wheel_filename(release), report.common.sha256)
+        for cell_plan in plan.to_build:
+            self.progress(f"cell {cell_plan.cell.key}")
+            try:
+                report.results.append(self._build_cell(cell_plan, report.common, root))
+            except Exception as exc:  # one cell's failure must not hide the others' results
+                report.failures.append(CellFailure(cell_plan, f"{type(exc).__name__}: {exc}"))
+        report.cores = list(self._cores.values())
+        report.core_builds = sum(1 for core in report.cores if not core.reused)
+        report.record_path = save_record(self._record(report, root), self.dist_dir)
+        report.seconds = time.perf_counter() - started
+        return report
+
+    # -- one cell ------------------------------------------------------------------------------
+    def _core_for(self, toolchain: Toolchain, release: ReleaseInfo) -> CoreBuild:
+        key = self.cache.key(
+            "core", core_key_inputs(self.native_dir, toolchain, self.options.build_type, release.version, self._digest)
+        )
+        if key not in self._cores or not self.cache.enabled:
+            self.progress(f"core for {toolchain.label}")
+            self._cores[key] = build_core(
+                self.native_dir,
+                toolchain,
+                self.options.build_type,
+                release.version,
+                self.cache,
+                self.options.jobs,
+                self._digest,
+            )
+        return self._cores[key]
+
+    def _wheel_inputs(self, cell: Cell, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain) -> dict[str, object]:
+        assert plan.framework is not None and plan.interpreter is not None
+        return {
+            "driver": DRIVER_REVISION,
+            "binding": self._digest(spec.source),
+            "core": self.cache.key(
+                "core",
+                core_key_inputs(
+                    self.native_dir, toolchain, self.options.build_type, cell.release_version, self._digest
+                ),
+            ),
+            "cell": cell.key,
+            "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
+            "framework_file": plan.framework.identity,
+            "python": plan.interpreter.version,
+            "toolchain": toolchain.identity,
+            "build_type": self.options.build_type,
+            "excluded_libraries": list(EXCLUDED_LIBRARIES),
+            "published_name": wheel_filename(cell),
+        }
+
+    def _build_cell(self, plan: CellPlan, common: CommonWheel, root: Path) -> CellResult:
+        started = time.perf_counter()
+        cell = plan.cell
+        assert plan.framework is not None and plan.interpreter is not None
+        toolchain = detect_toolchain(cell.cuda)
+        spec = read_binding_spec(binding_dir(cell.framework, self.native_dir))
+        inputs = self._wheel_inputs(cell, plan, spec, toolchain)
+        used_core: list[CoreBuild] = []
+        steps: dict[str, float] = {}
+        clock = _StepClock(steps)
+
+        def make(path: Path, meta: dict[str, object]) -> None:
+            with clock("core"):
+                core = self._core_for(toolchain, cell.release)
+            used_core.append(core)
+            with clock("build env"):
+                env, _ = ensure_build_env(plan.interpreter, plan.framework, spec.build_requires, self.cache)  # type: ignore[arg-type]
+            self.progress(f"binding {cell.framework.value} for {cell.key}")
+            with clock("binding"):
+                raw = build_binding(
+                    cell, spec, env, core, toolchain, self.options.build_type, self.cache, path / "raw",
+                    self.options.jobs,
+                )  # fmt: skip
+            with clock("repair"):
+                repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(env))
+            final = path / wheel_filename(cell)
+            repaired.wheel.replace(final)
+            shutil.rmtree(path / "raw")
+            shutil.rmtree(path / "repaired")
+            _check_metadata(final, cell)
+            meta.update(
+                sha256=file_sha256(final),
+                repaired_platform=repaired.repaired_platform,
+                grafted=list(repaired.grafted),
+                retagged=repaired.retagged,
+                note=repaired.note,
+            )
+
+        entry = self.cache.ensure("wheel", inputs, make)
+        wheel = entry.path / wheel_filename(cell)
+        sha = str(entry.meta["sha256"])
+        smoke = None
+        if self.options.test:
+            self.progress(f"test {cell.key} in a fresh environment")
+            with clock("test"):
+                smoke = smoke_test(cell, wheel, sha, common, plan.interpreter, plan.framework, self.cache)
+        target = root / wheel_path(cell)
+        self._publish(wheel, target, sha)
+        return CellResult(
+            plan=plan,
+            path=target,
+            sha256=sha,
+            size=target.stat().st_size,
+            fingerprint=entry.key,
+            repaired_platform=str(entry.meta["repaired_platform"]),
+            grafted=tuple(entry.meta.get("grafted", [])),
+            note=entry.meta.get("note"),  # type: ignore[arg-type]
+            reused=entry.hit,
+            core=used_core[0] if used_core else None,
+            smoke=smoke,
+            seconds=time.perf_counter() - started,
+            steps=steps,
+            toolchain=toolchain.label,
+        )
+
+    @staticmethod
+    def _publish(source: Path, target: Path, sha256: str) -> None:
+        """Copy into dist/ unless the same bytes are already there."""
+        if target.is_file() and target.stat().st_size == source.stat().st_size and file_sha256(target) == sha256:
+            return
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".part")
+        shutil.copyfile(source, tmp)
+        tmp.replace(target)
+
+    # -- the record ----------------------------------------------------------------------------
+    def _record(self, report: BuildReport, root: Path) -> BuildRecord:
+        assert report.common is not None
+        release = report.release
+        previous = load_record(release.version, self.dist_dir)
+        earlier = {c.key: c for c in (previous.built if previous else [])}
+        results = {r.plan.cell.key: r for r in report.results}
+        failures = {f.plan.cell.key: f for f in report.failures}
+        cells = []
+        for p in report.plan.cells:
+            framework = {
+                "framework_file": p.framework.filename if p.framework else None,
+                "download_size": p.download_size,
+            }
+            if p.cell.key in results:
+                r = results[p.cell.key]
+                cells.append(
+                    CellRecord.for_cell(
+                        p.cell,
+                        status="built",
+                        reason=p.reason,
+                        sha256=r.sha256,
+                        size=r.size,
+                        fingerprint=r.fingerprint,
+                        repaired_platform=r.repaired_platform,
+                        toolchain=r.toolchain,
+                        note=r.note,
+                        tested=r.smoke.description if r.smoke else None,
+                        **framework,
+                    )
+                )
+            elif p.cell.key in failures:
+                cells.append(
+                    CellRecord.for_cell(
+                        p.cell,
+                        status="deferred",
+                        reason=f"build failed here: {failures[p.cell.key].error}",
+                        **framework,
+                    )
+                )
+            elif p.cell.key in earlier and _unchanged(root, earlier[p.cell.key]):
+                cells.append(earlier[p.cell.key])  # built by an earlier run, its file still in dist/
+            else:
+                cells.append(CellRecord.for_cell(p.cell, status="deferred", reason=p.reason, **framework))
+        common = report.common
+        return BuildRecord(
+            release=release.version,
+            mirror_url=release.mirror_url,
+            tool_version=__version__,
+            common=CommonRecord(
+                file=common.path.name,
+                path=common_wheel_filename(release),
+                version=release.version,
+                sha256=common.sha256,
+                size=common.path.stat().st_size,
+                fingerprint=common.fingerprint,
+            ),
+            cells=cells,
+        )
+
+
+def _unchanged(root: Path, record: CellRecord) -> bool:
+    target = root / record.path
+    return target.is_file() and record.sha256 is not None and file_sha256(target) == record.sha256
+
+
+def _check_metadata(wheel: Path, cell: Cell) -> None:
+    """A Perseus wheel requires perseus-common==<release> and never the framework itself."""
+    info = read_wheel(wheel)
+    framework = framework_dependencies(info)
+    if framework:
+        raise RepairError(f"{wheel.name} depends on the framework ({', '.join(framework)}): wheels never touch it")
+    common = [r for r in info.requires if r.name.replace("-", "_") == COMMON_DISTRIBUTION]
+    if len(common) != 1 or str(common[0].specifier) != f"=={cell.release_version}":
+        found = ", ".join(map(str, info.requires)) or "nothing"
+        raise RepairError(f"{wheel.name} must require perseus-common=={cell.release_version} (it requires {found})")
+    if info.version != f"{cell.release_version}+{cell.framework_version}":
+        raise RepairError(f"{wheel.name} says version {info.version}")

@@ -1,0 +1,169 @@
+"""Build planning: which cells of a release are built on this machine now, and why the others are not.
+
+A cell is buildable here when its binding exists in native/bindings/, the machine has its architecture,
+an interpreter for its build Python, the real nvcc of exactly its CUDA (or it is a CPU cell), and the
+exact framework build (version + CUDA variant + C++ ABI) exists for that Python. Of those, the default
+selection builds the cells whose framework already lies on this disk (fast: what CI runs); a selection
+(`--cells`) widens it. Every other cell is deferred to CI, with the reason and the framework's download
+size where the registry tells it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+
+from packaging.version import Version
+
+from ..model import Cell, Framework
+from ..naming import builder_image_tag
+from ..paths import NATIVE_DIR
+from .frameworks import FrameworkArtifact, RegistryClient, pinned, resolve_framework
+from .toolchain import CudaCompiler, Interpreter, find_cuda_compiler, find_interpreter, machine_arch
+
+
+class CellStatus(str, Enum):
+    BUILD = "build"
+    DEFERRED = "deferred"
+
+
+@dataclass(frozen=True)
+class CellPlan:
+    cell: Cell
+    status: CellStatus
+    reason: str
+    buildable_here: bool  # True when only the selection keeps it from being built
+    build_python: str | None = None  # the interpreter's minor version the binding is built with
+    interpreter: Interpreter | None = None
+    cuda_compiler: CudaCompiler | None = None
+    framework: FrameworkArtifact | None = None
+
+    @property
+    def download_size(self) -> int | None:
+        """Bytes to fetch before this cell can build: 0 when its framework lies on this disk."""
+        if self.framework is None:
+            return None
+        return 0 if self.framework.is_local else self.framework.size
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    release: str
+    cells: tuple[CellPlan, ...]
+
+    @property
+    def to_build(self) -> tuple[CellPlan, ...]:
+        return tuple(p for p in self.cells if p.status is CellStatus.BUILD)
+
+    @property
+    def deferred(self) -> tuple[CellPlan, ...]:
+        return tuple(p for p in self.cells if p.status is CellStatus.DEFERRED)
+
+
+def binding_dir(framework: Framework, native_dir: Path = NATIVE_DIR) -> Path:
+    return native_dir / "bindings" / framework.value
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return "unknown size"
+    if size < 2**20:
+        return f"{size / 2**10:.0f} KiB"
+    return f"{size / 2**20:.0f} MiB" if size < 2**30 else f"{size / 2**30:.1f} GiB"
+
+
+def _variant_problem(cell: Cell, artifact: FrameworkArtifact) -> str | None:
+    """A local label that contradicts the cell's declared CUDA variant: the matrix is inconsistent."""
+    local = Version(artifact.version).local
+    variant = cell.build.cuda_variant
+    if local and variant and local != variant:
+        return f"framework build {artifact.version} is '{local}', the cell declares '{variant}'"
+    if local and cell.is_cpu and local.startswith("cu"):
+        return f"framework build {artifact.version} is a CUDA build, the cell is a CPU cell"
+    return None
+
+
+def plan_cell(
+    cell: Cell,
+    selected: bool | None,
+    client: RegistryClient,
+    native_dir: Path = NATIVE_DIR,
+    local_dirs: list[Path] | None = None,
+    index_dirs: list[Path] | None = None,
+) -> CellPlan:
+    """Plan one cell. `selected`: True/False from a --cells selection, None for the default (on disk)."""
+
+    def deferred(reason: str, **found: object) -> CellPlan:
+        return CellPlan(cell=cell, status=CellStatus.DEFERRED, reason=reason, buildable_here=False, **found)  # type: ignore[arg-type]
+
+    binding = binding_dir(cell.framework, native_dir)
+    if not (binding / "pyproject.toml").is_file():
+        return deferred(f"no {cell.framework.value} binding in {binding.relative_to(native_dir.parent)} yet")
+    if cell.arch.value != machine_arch():
+        return deferred(f"needs an {cell.arch.value} builder (this machine is {machine_arch()})")
+    try:
+        pinned(cell.build)
+    except ValueError as exc:
+        return deferred(str(exc))
+
+    compiler = None
+    if cell.cuda is not None:
+        compiler = find_cuda_compiler(cell.cuda)
+        if compiler is None:
+            image = builder_image_tag(cell.release, cell.cuda, cell.arch.value)
+            return deferred(f"needs nvcc {cell.cuda}: only through builder image {image} (CI)")
+
+    pythons = [cell.python] if cell.python else list(cell.env_pythons)
+    interpreter = next((i for i in map(find_interpreter, pythons) if i is not None), None)
+    if interpreter is None:
+        return deferred(f"no Python {' / '.join(pythons)} interpreter on this machine", cuda_compiler=compiler)
+
+    resolution = resolve_framework(cell, interpreter.python, client, local_dirs, index_dirs)
+    found = {"build_python": interpreter.python, "interpreter": interpreter, "cuda_compiler": compiler}
+    if resolution.artifact is None:
+        return deferred(f"framework {cell.build.requirement}: {resolution.problem}", **found)
+    artifact = resolution.artifact
+    problem = _variant_problem(cell, artifact)
+    if problem:
+        return deferred(problem, framework=artifact, **found)
+
+    # The default build takes only pip's find-links (/opt/wheels): quick, and what CI runs.
+    wanted = artifact.source == "local" if selected is None else selected
+    if wanted:
+        where = "on local disk" if artifact.is_local else f"download {human_size(artifact.size)}"
+        return CellPlan(
+            cell=cell,
+            status=CellStatus.BUILD,
+            reason=f"framework {artifact.filename} {where}",
+            buildable_here=True,
+            framework=artifact,
+            **found,
+        )  # type: ignore[arg-type]
+    if selected is False:
+        reason = "not selected"
+    elif artifact.is_local:
+        reason = (
+            f"framework {artifact.filename} in a local index ({human_size(artifact.size)}): build here with --cells"
+        )
+    else:
+        reason = f"framework not on local disk (download {human_size(artifact.size)}): build here with --cells"
+    return CellPlan(
+        cell=cell, status=CellStatus.DEFERRED, reason=reason, buildable_here=True, framework=artifact, **found
+    )  # type: ignore[arg-type]
+
+
+def plan_cells(
+    release: str,
+    cells: tuple[Cell, ...] | list[Cell],
+    client: RegistryClient,
+    selected_keys: set[str] | None = None,
+    native_dir: Path = NATIVE_DIR,
+    local_dirs: list[Path] | None = None,
+) -> BuildPlan:
+    """Plan every cell of a release; `selected_keys` (cell keys) replaces the default 'on disk' choice."""
+    plans = tuple(
+        plan_cell(c, None if selected_keys is None else c.key in selected_keys, client, native_dir, local_dirs)
+        for c in cells
+    )
+    return BuildPlan(release=release, cells=plans)

@@ -1,0 +1,163 @@
+"""What this machine can build with: Python interpreters, C++ compiler, CMake, CUDA compilers.
+
+Each probe runs once per process. The identities found here enter cache keys, so a compiler upgrade
+rebuilds everything it compiled and nothing else.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))
+# Real toolkits only: the pip cu11/cu12 "nvcc" packages hold no compiler, so they are never probed.
+CUDA_ROOTS = (Path("/usr/local"),)
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    python: str  # "3.11"
+    version: str  # "3.11.7"
+    executable: Path
+
+
+@dataclass(frozen=True)
+class CudaCompiler:
+    cuda: str  # "13.0"
+    version: str  # "13.0.88"
+    nvcc: Path
+
+    @property
+    def root(self) -> Path:
+        return self.nvcc.parent.parent
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The compilers and tools one native build uses; its `identity` is part of every cache key."""
+
+    cxx: Path
+    cxx_version: str  # first line of `c++ --version`
+    cmake: Path
+    cmake_version: str
+    ninja_version: str
+    arch: str
+    cuda: CudaCompiler | None
+
+    @property
+    def identity(self) -> dict[str, str | None]:
+        return {
+            "cxx": str(self.cxx),
+            "cxx_version": self.cxx_version,
+            "cmake_version": self.cmake_version,
+            "ninja_version": self.ninja_version,
+            "arch": self.arch,
+            "nvcc": self.cuda.version if self.cuda else None,
+        }
+
+    @property
+    def label(self) -> str:
+        accel = f"nvcc {self.cuda.version}" if self.cuda else "cpu"
+        return f"{self.cxx_version} / cmake {self.cmake_version} / {accel}"
+
+
+class ToolMissingError(RuntimeError):
+    pass
+
+
+def machine_arch() -> str:
+    return platform.machine()
+
+
+@functools.cache
+def find_interpreter(python: str) -> Interpreter | None:
+    """The pyenv interpreter of a minor version ("3.11"), the newest patch release if several."""
+    candidates = []
+    if PYENV_ROOT.is_dir():
+        for entry in PYENV_ROOT.joinpath("versions").iterdir():
+            match = re.fullmatch(r"(\d+)\.(\d+)\.(\d+)", entry.name)
+            exe = entry / "bin" / f"python{python}"
+            if match and f"{match[1]}.{match[2]}" == python and exe.is_file():
+                candidates.append((tuple(int(g) for g in match.groups()), entry.name, exe))
+    if not candidates:
+        return None
+    _, version, exe = max(candidates)
+    return Interpreter(python=python, version=version, executable=exe)
+
+
+def _first_line(cmd: list[str]) -> str:
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return out.strip().splitlines()[0]
+
+
+@functools.cache
+def cuda_compilers() -> tuple[CudaCompiler, ...]:
+    """Every real nvcc installed under /usr/local/cuda-X.Y (and /usr/local/cuda), one per version."""
+    found: dict[str, CudaCompiler] = {}
+    for root in CUDA_ROOTS:
+        if not root.is_dir():
+            continue
+        for toolkit in sorted(root.glob("cuda*")):
+            nvcc = toolkit / "bin" / "nvcc"
+            if not nvcc.is_file():
+                continue
+            try:
+                text = subprocess.run([str(nvcc), "--version"], check=True, capture_output=True, text=True).stdout
+            except (OSError, subprocess.CalledProcessError):
+                continue
+            match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", text)
+            if match and match[1] not in found:
+                found[match[1]] = CudaCompiler(cuda=match[1], version=match[2], nvcc=nvcc.resolve())
+    return tuple(found.values())
+
+
+def find_cuda_compiler(cuda: str) -> CudaCompiler | None:
+    """The real nvcc of exactly this CUDA major.minor: a cell is never compiled with another toolkit."""
+    return next((c for c in cuda_compilers() if c.cuda == cuda), None)
+
+
+@functools.cache
+def _host_tools() -> tuple[Path, str, Path, str, str]:
+    cxx = shutil.which(os.environ.get("CXX", "c++"))
+    cmake = shutil.which("cmake")
+    ninja = shutil.which("ninja")
+    missing = [name for name, path in (("a C++ compiler (c++)", cxx), ("cmake", cmake), ("ninja", ninja)) if not path]
+    if missing:
+        raise ToolMissingError(
+            f"not found on PATH: {', '.join(missing)}; install them (Debian: apt-get install g++ cmake ninja-build)"
+        )
+    assert cxx and cmake and ninja
+    cmake_version = _first_line([cmake, "--version"]).split()[-1]
+    return (
+        Path(cxx).resolve(),
+        _first_line([cxx, "--version"]),
+        Path(cmake),
+        cmake_version,
+        _first_line([ninja, "--version"]),
+    )
+
+
+def detect_toolchain(cuda: str | None) -> Toolchain:
+    """The toolchain for a CPU build (cuda=None) or a CUDA build with exactly that toolkit."""
+    cxx, cxx_version, cmake, cmake_version, ninja_version = _host_tools()
+    compiler = None
+    if cuda is not None:
+        compiler = find_cuda_compiler(cuda)
+        if compiler is None:
+            have = ", ".join(c.cuda for c in cuda_compilers()) or "none"
+            raise ToolMissingError(f"no real nvcc for CUDA {cuda} on this machine (found: {have})")
+    return Toolchain(
+        cxx=cxx,
+        cxx_version=cxx_version,
+        cmake=cmake,
+        cmake_version=cmake_version,
+        ninja_version=ninja_version,
+        arch=machine_arch(),
+        cuda=compiler,
+    )

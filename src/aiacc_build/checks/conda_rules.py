@@ -1,0 +1,305 @@
+"""The rules one conda environment file must keep, against the committed channel table.
+
+Conda's strict channel priority is assumed (conda-forge's recommendation and the default of
+micromamba / conda >= 23.10 with `channel_priority: strict`): a package comes from the FIRST listed
+channel that carries it at all, so a version that exists only on a later channel is not installable.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.version import Version as PyVersion
+from rattler import MatchSpec, Version, VersionSpec
+
+from .. import naming
+from ..model import Cell, Framework
+from .conda_env import EnvFile
+from .conda_table import CondaTable, Package
+from .findings import Finding
+
+NODEFAULTS = "nodefaults"
+PIP_OPTIONS = ("--extra-index-url", "--index-url", "--find-links", "-f", "--trusted-host")
+
+
+@dataclass(frozen=True)
+class Spec:
+    text: str
+    name: str
+    version: str | None  # rattler's version spec, e.g. "11.0.*"
+    channel: str | None  # an explicit `channel::name`
+
+
+@dataclass(frozen=True)
+class Expected:
+    """What the file must say for its cells: the architecture variants of one cell, one Python."""
+
+    variants: tuple[Cell, ...]
+    python: str
+
+    @property
+    def cell(self) -> Cell:
+        return self.variants[0]
+
+
+def _matches(version_spec: str | None, versions: tuple[str, ...]) -> bool:
+    if version_spec is None:
+        return bool(versions)
+    spec = VersionSpec(version_spec)
+    return any(spec.matches(Version(v)) for v in versions)
+
+
+def _pin(spec: Spec | None) -> str | None:
+    """`11.0.*` -> `11.0`: the series a `name=X` spec pins."""
+    if spec is None or spec.version is None:
+        return None
+    return spec.version.removesuffix(".*").lstrip("=")
+
+
+class EnvChecker:
+    """Checks one parsed environment file; `findings` collects what it breaks."""
+
+    def __init__(self, env: EnvFile, table: CondaTable, expected: Expected | None):
+        self.env = env
+        self.table = table
+        self.expected = expected
+        self.findings: list[Finding] = []
+        self.specs: dict[str, Spec] = {}
+
+    def fail(self, rule: str, subject: str, message: str) -> None:
+        self.findings.append(Finding(self.env.path, rule, subject, message))
+
+    def run(self) -> list[Finding]:
+        self._name()
+        self._parse_specs()
+        self._channels()
+        for spec in self.specs.values():
+            self._availability(spec)
+        self._python()
+        self._cuda_conventions()
+        self._pytorch()
+        self._pip_lines()
+        if self.expected is not None:
+            self._matches_cells()
+        return self.findings
+
+    # --- structure -------------------------------------------------------------------------------
+
+    def _name(self) -> None:
+        stem = self.env.path.rsplit("/", 1)[-1].removesuffix(".yaml")
+        if self.env.name != stem:
+            self.fail("env-name", "name", f"the environment is named {self.env.name!r} but the file {stem!r}: `conda env create -f` users expect the same")
+
+    def _parse_specs(self) -> None:
+        for text in self.env.specs:
+            try:
+                match = MatchSpec(text)
+            except Exception as exc:  # rattler raises its own exception types per problem
+                self.fail("match-spec", text, f"not a valid conda match spec: {exc}")
+                continue
+            name = match.name.normalized
+            if name in self.specs:
+                self.fail("duplicate-spec", name, f"{name} is listed twice ({self.specs[name].text!r} and {text!r})")
+                continue
+            channel = match.channel.name if match.channel is not None else None
+            self.specs[name] = Spec(text, name, match.version, channel)
+
+    def _channels(self) -> None:
+        if NODEFAULTS not in self.env.channels:
+            self.fail(
+                "implicit-defaults",
+                "channels",
+                "the file does not list `nodefaults`, so conda adds Anaconda's defaults channel (not in the table, "
+                "other terms of use): add `nodefaults` last",
+            )
+        for channel in self.env.channels:
+            if channel != NODEFAULTS and channel not in self.table.channels:
+                self.fail("unknown-channel", channel, f"channel {channel!r} is not in the table ({self.table.path}); known: {', '.join(self.table.channels)}")
+
+    # --- every package on a listed channel, in the pinned version ----------------------------------
+
+    def _listed(self) -> list[str]:
+        return [c for c in self.env.channels if c in self.table.channels]
+
+    def provider(self, name: str) -> tuple[str, Package] | None:
+        """The channel conda takes `name` from (strict priority) and the table's entry there."""
+        spec = self.specs.get(name)
+        candidates = [spec.channel] if spec is not None and spec.channel else self._listed()
+        for channel in candidates:
+            package = self.table.channels.get(channel)
+            if package is not None and name in package.packages:
+                return channel, package.packages[name]
+        return None
+
+    def _availability(self, spec: Spec) -> None:
+        if spec.name in self.table.conventions.pip_only:
+            self.fail("pip-only", spec.name, f"{spec.name} comes from pip in our environments (see the table's pip-only-frameworks source), not from conda")
+            return
+        found = self.provider(spec.name)
+        if found is None:
+            elsewhere = self.table.channels_with(spec.name)
+            hint = f"the table has it on: {', '.join(elsewhere)}" if elsewhere else "the table knows no channel with it"
+            self.fail("package-not-on-channel", spec.name, f"no listed channel ({', '.join(self.env.channels)}) carries {spec.name}; {hint}")
+            return
+        channel, package = found
+        if package.not_our_convention:
+            self.fail("not-our-convention", spec.name, f"{spec.name} would come from {channel}: {package.not_our_convention}")
+            return
+        for needed in package.requires_channels:
+            if needed not in self.env.channels:
+                self.fail("requires-channel", spec.name, f"{spec.name} from {channel} installs packages from the {needed} channel, which the file does not list")
+        if package.any_version or _matches(spec.version, package.all_versions()):
+            return
+        removed = package.removed
+        if removed is not None and _matches(spec.version, removed.versions):
+            self.fail(
+                "version-removed",
+                spec.text,
+                f"{spec.name} {_pin(spec)} was removed from channel {channel} ({self.table.source_url(removed.source)})",
+            )
+            return
+        later = [c for c in self._listed() if c != channel and spec.name in self.table.channels[c].packages and _matches(spec.version, self.table.channels[c].packages[spec.name].all_versions())]
+        if later:
+            self.fail(
+                "channel-priority",
+                spec.text,
+                f"strict channel priority takes {spec.name} from {channel}, which has no {_pin(spec)}; {', '.join(later)} has it: list it first",
+            )
+            return
+        self.fail(
+            "version-not-on-channel",
+            spec.text,
+            f"channel {channel} has no {spec.name} {_pin(spec)} (it has {', '.join(package.all_versions()) or 'none'}; source: {self.table.source_url(package.source)})",
+        )
+
+    # --- conventions -------------------------------------------------------------------------------
+
+    def _python(self) -> None:
+        python = self.specs.get("python")
+        if python is None or python.version is None:
+            self.fail("python-pin", "python", "the file must pin the Python minor version (`python=3.X`): the Perseus wheels are built per Python")
+        if "pip" not in self.specs:
+            self.fail("pip-missing", "pip", "the file has a pip section but does not install pip from conda")
+
+    def _cuda_conventions(self) -> None:
+        toolkit, cuda_version = self.specs.get("cudatoolkit"), self.specs.get("cuda-version")
+        last = PyVersion(self.table.conventions.cudatoolkit_last)
+        pin = _pin(toolkit)
+        if pin and PyVersion(pin) > last:
+            self.fail(
+                "era-cudatoolkit",
+                toolkit.text,
+                f"CUDA {pin} has no cudatoolkit package (its last is {last}): pin `cuda-version={pin}` instead",
+            )
+        if toolkit and cuda_version and _pin(toolkit) != _pin(cuda_version):
+            self.fail("cuda-pin-mismatch", "cuda", f"cudatoolkit={_pin(toolkit)} and cuda-version={_pin(cuda_version)} pin two CUDA versions")
+        if toolkit and "pytorch-cuda" in self.specs:
+            self.fail("era-pytorch-cuda", "cudatoolkit", "pytorch-cuda and cudatoolkit pin CUDA twice: PyTorch's channel uses one or the other, by release")
+        if "cudnn" in self.specs:
+            cuda = _pin(toolkit) or _pin(cuda_version)
+            cudnn = self.provider("cudnn")
+            if cuda is None:
+                self.fail("cudnn-without-cuda", "cudnn", "cudnn without a pinned CUDA (cudatoolkit / cuda-version) lets conda pick any toolkit")
+            elif cudnn is not None and cudnn[1].cuda and cuda not in cudnn[1].cuda:
+                self.fail("cudnn-cuda", "cudnn", f"{cudnn[0]} has no cudnn build for CUDA {cuda}")
+
+    def _pytorch(self) -> None:
+        spec = self.specs.get("pytorch")
+        if spec is None:
+            if "cpuonly" in self.specs or "pytorch-cuda" in self.specs:
+                self.fail("pytorch-variant-without-pytorch", "pytorch", "cpuonly / pytorch-cuda select a PyTorch build but the file installs no pytorch")
+            return
+        found = self.provider("pytorch")
+        version = _pin(spec)
+        if found is None or version is None or found[1].not_our_convention:
+            return  # reported by _availability
+        channel, package = found
+        accelerators = [n for n in ("cpuonly", "pytorch-cuda", "cudatoolkit") if n in self.specs]
+        if not accelerators:
+            self.fail("pytorch-variant", "pytorch", "pytorch without cpuonly / pytorch-cuda / cudatoolkit: conda may pick a CPU or any CUDA build")
+            return
+        cuda = None if "cpuonly" in self.specs else _pin(self.specs.get("pytorch-cuda") or self.specs.get("cudatoolkit"))
+        if "cpuonly" in self.specs and len(accelerators) > 1:
+            self.fail("pytorch-variant", "cpuonly", f"cpuonly together with {accelerators[1]}: the CPU build and a CUDA pin exclude each other")
+            return
+        new_era = self.table.pytorch_cuda_era(version)
+        if cuda is not None and new_era and "cudatoolkit" in self.specs:
+            self.fail(
+                "era-pytorch-cuda",
+                self.specs["cudatoolkit"].text,
+                f"PyTorch {version} on the pytorch channel selects CUDA with `pytorch-cuda={cuda}` (from {self.table.conventions.pytorch_cuda_first_torch} on), not cudatoolkit",
+            )
+        if cuda is not None and not new_era and "pytorch-cuda" in self.specs:
+            self.fail(
+                "era-pytorch-cuda",
+                self.specs["pytorch-cuda"].text,
+                f"PyTorch {version} predates pytorch-cuda (from {self.table.conventions.pytorch_cuda_first_torch} on): pin `cudatoolkit={cuda}`",
+            )
+        python = _pin(self.specs.get("python"))
+        builds = [b for b in package.builds if b.version == version]
+        if not builds:
+            return  # a version the table lists only as `versions`: nothing finer to check
+        build = builds[0]
+        source = self.table.source_url(build.source)
+        if cuda is None and not build.cpu:
+            self.fail("pytorch-build", spec.text, f"{channel} has no CPU build of PyTorch {version} ({source})")
+        if cuda is not None and cuda not in build.cuda:
+            self.fail("pytorch-build", spec.text, f"{channel} has PyTorch {version} for CUDA {', '.join(build.cuda)}, not {cuda} ({source})")
+        if python is not None and python not in build.pythons:
+            self.fail("pytorch-build", spec.text, f"{channel} has PyTorch {version} for Python {', '.join(build.pythons)}, not {python} ({source})")
+
+    def _pip_lines(self) -> None:
+        for line in self.env.pip:
+            option = line.split(maxsplit=1)
+            if line.startswith("-"):
+                if option[0] not in PIP_OPTIONS or len(option) != 2:
+                    self.fail("pip-line", line, f"not a pip option environment files support ({', '.join(PIP_OPTIONS)} URL)")
+                continue
+            if line.startswith(("https://", "http://")):
+                if not line.endswith(".whl") or " " in line:
+                    self.fail("pip-line", line, "a bare URL line must name one .whl file")
+                continue
+            try:
+                Requirement(line)
+            except InvalidRequirement as exc:
+                self.fail("pip-line", line, f"not a pip requirement: {exc}")
+
+    # --- the file says what its cells need ---------------------------------------------------------
+
+    def _matches_cells(self) -> None:
+        expected = self.expected
+        cell = expected.cell
+        python = _pin(self.specs.get("python"))
+        if python is not None and python != expected.python:
+            self.fail("cell-python", "python", f"pins Python {python}, the file is for Python {expected.python}")
+        pins = {n: _pin(self.specs.get(n)) for n in ("cudatoolkit", "pytorch-cuda", "cuda-version") if n in self.specs}
+        if cell.cuda is None and pins:
+            self.fail("cell-cuda", "cuda", f"a CPU cell's environment pins CUDA ({', '.join(f'{k}={v}' for k, v in pins.items())})")
+        if cell.cuda is not None:
+            if not pins:
+                self.fail("cell-cuda", "cuda", f"the cell is built for CUDA {cell.cuda} but the file pins no CUDA (cudatoolkit / pytorch-cuda / cuda-version)")
+            for name, value in pins.items():
+                if value != cell.cuda:
+                    self.fail("cell-cuda", name, f"pins {name}={value}, the cell is built for CUDA {cell.cuda}")
+        torch = self.specs.get("pytorch")
+        if torch is not None:
+            foreign = sorted({v.arch.value for v in expected.variants} - {"x86_64"})
+            if foreign:
+                self.fail("platform", torch.text, f"the table's PyTorch channel builds are linux-64 only; this file also serves {', '.join(foreign)}")
+            if cell.framework is not Framework.TORCH or _pin(torch) != cell.framework_version:
+                self.fail("cell-framework", torch.text, f"installs pytorch {_pin(torch)}, the cell is {cell.framework.value} {cell.framework_version}")
+        else:
+            wanted = {v.build.requirement for v in expected.variants}
+            present = {line.split(";", 1)[0].strip() for line in self.env.pip}
+            for requirement in sorted(wanted - present):
+                self.fail("cell-framework", requirement, f"neither conda nor pip installs the cell's framework build {requirement}")
+        urls = [naming.common_wheel_url(cell.release)] + [naming.wheel_url(v) for v in expected.variants]
+        text = "\n".join(self.env.pip)
+        for url in urls:
+            if url not in text:
+                self.fail("cell-wheel", url.rsplit("/", 1)[-1], f"the pip section does not install {url}")
+
+
+def check_env(env: EnvFile, table: CondaTable, expected: Expected | None) -> list[Finding]:
+    return EnvChecker(env, table, expected).run()

@@ -1,0 +1,68 @@
+"""The locally made base image: debootstrap of Debian, then `docker import`.
+
+The published images base on CUDA images of centos7/ubuntu1804/...; none can be pulled here, so
+images built on this machine use a declared Debian OS type (the release's `local_os_type`) and the
+tag says so: a tag never names an OS the image does not contain.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+
+from ..errors import AiaccError
+
+
+class BaseImageError(AiaccError):
+    exit_code = 8
+
+
+@dataclass(frozen=True)
+class DebianBase:
+    os_type: str  # the declared OS type in tags, e.g. "debian12"
+    suite: str  # debootstrap suite, e.g. "bookworm"
+    mirror: str = "http://deb.debian.org/debian"
+    packages: tuple[str, ...] = ("ca-certificates",)
+
+
+DEBIAN_BASES = {"debian12": DebianBase("debian12", "bookworm"), "debian13": DebianBase("debian13", "trixie")}
+
+
+def debian_base(os_type: str) -> DebianBase:
+    try:
+        return DEBIAN_BASES[os_type]
+    except KeyError:
+        raise BaseImageError(
+            f"not supported here: OS type {os_type!r} cannot be made on this machine "
+            f"(no archive reachable); local OS types: {', '.join(sorted(DEBIAN_BASES))}. "
+            "centos/ubuntu images are built only in CI."
+        ) from None
+
+
+def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str, work_dir: Path) -> str:
+    """Return the id of `image` (naming.local_base_image), made with debootstrap when it does not exist yet."""
+    try:
+        return client.images.get(image).id
+    except docker.errors.ImageNotFound:
+        pass
+    if shutil.which("debootstrap") is None:
+        raise BaseImageError("not supported here: no debootstrap. Fix: apt-get install debootstrap, then retry.")
+    root = work_dir / f"rootfs-{base.os_type}"
+    if root.exists():
+        shutil.rmtree(root)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(base.packages)}", base.suite, str(root), base.mirror]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise BaseImageError(f"debootstrap {base.suite} failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
+    try:
+        tarball = subprocess.run(["tar", "-C", str(root), "-c", "."], capture_output=True, check=True).stdout
+        repository, tag = image.split(":")
+        client.api.import_image_from_data(tarball, repository=repository, tag=tag)
+        return client.images.get(image).id
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

@@ -1,0 +1,84 @@
+"""Build, push and pull images through the docker SDK, with per-step progress."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import docker
+
+from ..errors import AiaccError
+
+
+class ImageBuildError(AiaccError):
+    exit_code = 6
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    tag: str
+    image_id: str
+    seconds: float
+    steps: int
+    cached_steps: int
+
+    @property
+    def cache_hit(self) -> bool:
+        """Every step came from the build cache (an unchanged cell)."""
+        return self.steps > 0 and self.cached_steps == self.steps
+
+
+def build_image(
+    client: docker.DockerClient,
+    context: Path,
+    dockerfile: str,
+    tag: str,
+    buildargs: dict[str, str] | None = None,
+    on_line: Callable[[str], None] | None = None,
+    network_mode: str | None = None,
+) -> BuildResult:
+    """Build `context/dockerfile` as `tag` (classic builder: the Debian engine ships no buildx)."""
+    start = time.monotonic()
+    steps = cached = 0
+    image_id = None
+    log_tail: list[str] = []
+    for chunk in client.api.build(
+        path=str(context), dockerfile=dockerfile, tag=tag, buildargs=buildargs or {}, rm=True, decode=True, pull=False,
+        network_mode=network_mode,
+    ):
+        if "error" in chunk:
+            raise ImageBuildError(f"building {tag} failed: {chunk['error'].strip()}\n" + "".join(log_tail[-30:]))
+        line = chunk.get("stream", "")
+        if not line:
+            aux = chunk.get("aux") or {}
+            image_id = aux.get("ID", image_id)
+            continue
+        log_tail.append(line)
+        if line.startswith("Step "):
+            steps += 1
+        elif "Using cache" in line:
+            cached += 1
+        if on_line is not None and line.strip():
+            on_line(line.rstrip())
+    if image_id is None:
+        image_id = client.images.get(tag).id
+    # FROM is a step that never says "Using cache": count it as cached when it resolved locally.
+    return BuildResult(tag=tag, image_id=image_id, seconds=time.monotonic() - start, steps=steps - 1, cached_steps=cached)
+
+
+def push_image(client: docker.DockerClient, local_tag: str, registry: str) -> str:
+    """Tag `local_tag` under `registry` and push it; returns the pushed reference."""
+    repository, tag = local_tag.rsplit(":", 1)
+    remote_repo = f"{registry}/{repository}"
+    client.images.get(local_tag).tag(remote_repo, tag)
+    for chunk in client.images.push(remote_repo, tag=tag, stream=True, decode=True):
+        if "error" in chunk:
+            raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {chunk['error']}")
+    return f"{remote_repo}:{tag}"
+
+
+def pull_image(client: docker.DockerClient, reference: str) -> str:
+    repository, tag = reference.rsplit(":", 1)
+    return client.images.pull(repository, tag=tag).id

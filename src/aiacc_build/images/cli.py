@@ -1,0 +1,98 @@
+"""`aiacc-build images ...`: build the local images, run a registry on loopback, push, pull."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..matrix import load_release
+from ..paths import DIST_DIR, REPO_ROOT
+from ..render.support import BuildHost
+from .build import pull_image, push_image
+from .engine import start_engine
+from .local import build_local_images, local_images
+from .registry import start_registry
+from .wheelhouse import DEFAULT_PORT
+
+console = Console(stderr=True)
+STATE_DIR = REPO_ROOT / ".cache" / "aiacc-build" / "docker"
+CACHE_DIR = REPO_ROOT / ".cache" / "aiacc-build" / "images"
+
+
+@click.group("images")
+def images_group() -> None:
+    """Docker images: build the local cells' images from the rendered Dockerfiles, push, pull.
+
+    dockerd is started on a private socket when none answers there (Debian's docker.io); the base
+    image is made with debootstrap; the registry is Debian's docker-registry on 127.0.0.1."""
+
+
+@images_group.command("build")
+@click.option("--release", required=True, help="Release version, e.g. 2.0.0.")
+@click.option("--cell", "cells", multiple=True, metavar="KEY", help="Only the images of these cell keys (repeatable).")
+@click.option("--dist", type=click.Path(file_okay=False, path_type=Path), default=DIST_DIR, show_default=True, help="Mirror root parent (dist/<release>).")
+@click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="Loopback port that serves the build inputs.")
+@click.option("--push", "registry", metavar="HOST:PORT", help="Also push every built image to this registry.")
+@click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
+def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, registry: str | None, as_json: bool) -> None:
+    """Build the images of the cells this machine builds (see SUPPORT.md: built here)."""
+    loaded = load_release(release)
+    images = local_images(loaded.cells, BuildHost.detect(), cells)
+    engine = start_engine(STATE_DIR)
+    try:
+        results = build_local_images(
+            engine.client, images, dist / loaded.info.version, CACHE_DIR, port, on_line=None if as_json else console.log
+        )
+        pushed = {r.image.tags[0]: push_image(engine.client, r.image.tags[0], registry) for r in results} if registry else {}
+    finally:
+        engine.stop()
+    rows = [
+        {
+            "tag": r.image.tags[0],
+            "cell": r.image.cell.key,
+            "image_id": r.result.image_id,
+            "seconds": round(r.result.seconds, 2),
+            "cache_hit": r.result.cache_hit,
+            "pushed": pushed.get(r.image.tags[0]),
+        }
+        for r in results
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    for row in rows:
+        console.print(f"built {row['tag']} in {row['seconds']}s (cache hit: {row['cache_hit']})" + (f", pushed {row['pushed']}" if row["pushed"] else ""))
+
+
+@images_group.command("registry")
+@click.option("--port", type=int, default=5000, show_default=True, help="Port on 127.0.0.1.")
+def registry_command(port: int) -> None:
+    """Run a docker registry on 127.0.0.1:PORT until Ctrl-C."""
+    registry = start_registry(STATE_DIR / "registry", port)
+    console.print(f"registry on {registry.address}; Ctrl-C stops it")
+    try:
+        while registry.process.poll() is None:
+            time.sleep(1)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        registry.stop()
+
+
+@images_group.command("pull")
+@click.argument("reference")
+def pull_command(reference: str) -> None:
+    """Pull REFERENCE (e.g. 127.0.0.1:5000/perseus-training:<tag>) into the local engine."""
+    engine = start_engine(STATE_DIR)
+    try:
+        console.print(pull_image(engine.client, reference))
+    finally:
+        engine.stop()
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(images_group)

@@ -1,0 +1,94 @@
+"""Start (or find) a Docker engine and hand out a docker SDK client for it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import docker
+
+from ..errors import AiaccError
+
+
+class EngineError(AiaccError):
+    exit_code = 8
+
+
+@dataclass
+class Engine:
+    """A Docker engine this process talks to; `owned` when we started dockerd ourselves."""
+
+    socket: str
+    client: docker.DockerClient
+    process: subprocess.Popen | None = None
+    log_path: Path | None = None
+
+    @property
+    def owned(self) -> bool:
+        return self.process is not None
+
+    def stop(self) -> None:
+        self.client.close()
+        if self.process is None:
+            return
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+
+def _client_for(socket: str, timeout: float = 600) -> docker.DockerClient | None:
+    try:
+        client = docker.DockerClient(base_url=f"unix://{socket}", timeout=timeout)
+        client.ping()
+        return client
+    except Exception:  # noqa: BLE001 - any failure means "no engine there"
+        return None
+
+
+def start_engine(state_dir: Path, socket: str = "/tmp/aiacc-build-docker.sock", wait_s: float = 60) -> Engine:
+    """Reuse a running engine on `socket`, else start dockerd with its data under `state_dir`."""
+    client = _client_for(socket)
+    if client is not None:
+        return Engine(socket=socket, client=client)
+    dockerd = shutil.which("dockerd")
+    if dockerd is None:
+        raise EngineError("not supported here: no dockerd on PATH. Fix: apt-get install docker.io (Debian), then retry.")
+    state_dir.mkdir(parents=True, exist_ok=True)
+    log_path = state_dir / "dockerd.log"
+    # cgroupfs: this machine has no systemd to delegate cgroups; the legacy builder, because the
+    # Debian engine ships no buildx and the SDK's build API is the classic one.
+    cmd = [
+        dockerd,
+        "--host", f"unix://{socket}",
+        "--data-root", str(state_dir / "data"),
+        "--exec-root", str(state_dir / "exec"),
+        "--pidfile", str(state_dir / "dockerd.pid"),
+        "--exec-opt", "native.cgroupdriver=cgroupfs",
+    ]
+    with open(log_path, "ab") as log:
+        process = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            tail = log_path.read_text(errors="replace")[-2000:]
+            raise EngineError(f"dockerd exited with code {process.returncode}; its log ({log_path}) ends:\n{tail}")
+        client = _client_for(socket)
+        if client is not None:
+            return Engine(socket=socket, client=client, process=process, log_path=log_path)
+        time.sleep(0.5)
+    process.kill()
+    raise EngineError(f"dockerd did not answer on {socket} within {wait_s:.0f}s; see {log_path}")
+
+
+def engine_socket_from_env() -> str | None:
+    host = os.environ.get("DOCKER_HOST", "")
+    return host[len("unix://"):] if host.startswith("unix://") else None

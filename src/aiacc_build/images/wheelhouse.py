@@ -1,0 +1,78 @@
+"""Build inputs of local images, served on loopback: the framework wheelhouse and the release mirror."""
+
+from __future__ import annotations
+
+import hashlib
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from ..errors import AiaccError
+
+# A fixed port by default: the URLs are build arguments, and the same arguments keep the build cache.
+DEFAULT_PORT = 18765
+
+
+class WheelhouseError(AiaccError):
+    exit_code = 6
+
+
+def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_dir: Path) -> Path:
+    """A folder with the exact framework build and its dependencies, downloaded once (cached by arguments)."""
+    key = hashlib.sha256(repr((pip_args, python_version)).encode()).hexdigest()[:16]
+    target = cache_dir / key
+    done = target / ".complete"
+    if done.exists():
+        return target
+    target.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(target),
+        "--only-binary=:all:", "--python-version", python_version, *pip_args,
+    ]
+    result = subprocess.run(cmd, capture_output=True, text=True)
+    if result.returncode != 0:
+        raise WheelhouseError(f"could not download {' '.join(pip_args)} for Python {python_version}:\n{result.stderr[-2000:]}")
+    done.write_text(" ".join(pip_args) + "\n")
+    return target
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):  # noqa: A002 - signature of the base class
+        pass
+
+
+@dataclass
+class LoopbackServer:
+    """Serves `root` on 127.0.0.1 (root holds `wheelhouse/` and `mirror/` links) until stopped."""
+
+    root: Path
+    port: int
+    _server: ThreadingHTTPServer | None = None
+
+    def __enter__(self) -> "LoopbackServer":
+        try:
+            self._server = ThreadingHTTPServer(("127.0.0.1", self.port), partial(_QuietHandler, directory=str(self.root)))
+        except OSError as exc:
+            raise WheelhouseError(f"cannot serve build inputs on 127.0.0.1:{self.port}: {exc}. Fix: pass --port with a free port.") from None
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.shutdown()
+        self._server.server_close()
+
+    def url(self, name: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{name}"

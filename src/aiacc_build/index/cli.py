@@ -1,0 +1,108 @@
+"""`aiacc-build index` and `aiacc-build serve`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from ..build.record import mirror_root
+from ..errors import ConfigurationError
+from ..naming import simple_index_dir
+from ..paths import DIST_DIR
+from .mirror import build_index
+from .serve import LOOPBACK, MirrorServer
+
+console = Console()
+
+
+def default_release() -> str:
+    from ..matrix import load_all
+
+    return load_all()[-1].info.version
+
+
+@click.command("index")
+@click.option("--release", "release", metavar="R", help="Release to index (default: the newest in matrix/releases).")
+@click.option(
+    "--dist",
+    "dist_dir",
+    type=click.Path(path_type=Path),
+    default=DIST_DIR,
+    show_default=True,
+    help="Output root holding dist/<release>/.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
+def index_cmd(release: str | None, dist_dir: Path, as_json: bool) -> None:
+    """Write the PEP 503 indexes, manifest.json and SHA256SUMS of dist/<release>/ (after `build`)."""
+    release = release or default_release()
+    result = build_index(release, dist_dir)
+    built = result.manifest.built
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "release": release,
+                    "root": str(result.root),
+                    "indexes": result.manifest.indexes,
+                    "built": len(built),
+                    "deferred": len(result.manifest.cells) - len(built),
+                    "pages": list(result.pages),
+                    "checksummed": list(result.checksummed),
+                    "stale": list(result.stale),
+                },
+                indent=2,
+            )
+        )
+        return
+    console.print(
+        f"[bold]{result.root}[/]: {len(built)} cell wheels + perseus-common indexed, "
+        f"{len(result.manifest.cells) - len(built)} cells deferred (in manifest.json)"
+    )
+    for folder, index in result.manifest.indexes.items():
+        console.print(f"  index {index}" + ("  (perseus-common, for --extra-index-url)" if not folder else ""))
+    console.print(f"  {len(result.checksummed)} files in SHA256SUMS")
+    for path in result.stale:
+        console.print(f"  [yellow]not published[/]: {path} (no cell of this build made it; delete it)")
+
+
+@click.command("serve")
+@click.option("--release", "release", metavar="R", help="Release to serve (default: the newest in matrix/releases).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8000,
+    show_default=True,
+    help="Port on 127.0.0.1 (0: any free port).",
+)
+@click.option(
+    "--dist",
+    "dist_dir",
+    type=click.Path(path_type=Path),
+    default=DIST_DIR,
+    show_default=True,
+    help="Output root holding dist/<release>/.",
+)
+def serve_cmd(release: str | None, port: int, dist_dir: Path) -> None:
+    """Serve dist/<release>/ over HTTP on 127.0.0.1 (Ctrl-C stops), a local stand-in for the mirror URL."""
+    release = release or default_release()
+    root = mirror_root(release, dist_dir)
+    if not (root / "manifest.json").is_file():
+        raise ConfigurationError(
+            f"{root} is not an indexed mirror: run `aiacc-build build` and `aiacc-build index` first"
+        )
+    try:
+        server = MirrorServer(root, port, log_sink=lambda line: console.print(f"[dim]{line}[/]"))
+    except OSError as exc:
+        raise ConfigurationError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}; pick another --port") from None
+    console.print(f"serving {root} at [bold]{server.url}/[/]")
+    console.print(f"  pip install --index-url {server.url}/<folder>/{simple_index_dir(None)} perseus_torch==<version>")
+    console.print(f"  pip install <wheel URL> --extra-index-url {server.url}/{simple_index_dir(None)}")
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.httpd.server_close()

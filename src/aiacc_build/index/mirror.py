@@ -1,0 +1,101 @@
+"""`aiacc-build index`: turn dist/<release>/ into a complete mirror root.
+
+Layout (every path from the mirror root):
+
+    perseus_common-<release>-py3-none-any.whl     one per release, shared by every folder
+    <folder>/<wheel>                              cpu/, cuda110/, ... (names from aiacc_build.naming)
+    <folder>/simple/<project>/index.html          PEP 503: that folder's framework wheels + perseus-common
+    simple/perseus-common/index.html              root index: perseus-common alone
+    manifest.json                                 every cell, built or deferred, with digest and fingerprint
+    SHA256SUMS                                    every published file (not the index pages)
+
+Why perseus-common is in every folder's index: `pip install --index-url <mirror>/cpu/simple/
+perseus_torch==<version>` then resolves the wheel's one requirement from the same index. The root
+index is what the one-URL install adds: `pip install <wheel URL> --extra-index-url <mirror>/simple/`.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..build.hashing import file_sha256
+from ..build.record import BuildRecord, load_record, mirror_root
+from ..build.wheelinfo import read_wheel
+from ..errors import BuildError, ConfigurationError
+from ..naming import COMMON_DISTRIBUTION, MANIFEST_FILENAME, SIMPLE_INDEX_DIR
+from ..paths import DIST_DIR
+from .checksums import published_files, write_checksums
+from .manifest import Manifest, make_manifest
+from .simple import IndexedFile, write_index
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    root: Path
+    manifest: Manifest
+    pages: tuple[str, ...]
+    checksummed: tuple[str, ...]
+    stale: tuple[str, ...]  # wheels lying in dist/ that no cell of the record built: not published
+
+
+def _verify(root: Path, path: str, sha256: str) -> None:
+    target = root / path
+    if not target.is_file():
+        raise BuildError(f"{target} is missing although the build record lists it: run `aiacc-build build` again")
+    if file_sha256(target) != sha256:
+        raise BuildError(f"{target} changed since it was built (sha256 differs): run `aiacc-build build` again")
+
+
+def _remove_old_pages(root: Path) -> None:
+    for candidate in [root / SIMPLE_INDEX_DIR, *root.glob(f"*/{SIMPLE_INDEX_DIR}")]:
+        if candidate.is_dir():
+            shutil.rmtree(candidate)
+
+
+def _indexed(root: Path, project: str, path: str, sha256: str) -> IndexedFile:
+    return IndexedFile(
+        project=project, path=path, sha256=sha256, requires_python=read_wheel(root / path).requires_python
+    )
+
+
+def build_index(release: str, dist_dir: Path = DIST_DIR) -> IndexResult:
+    record = load_record(release, dist_dir)
+    root = mirror_root(release, dist_dir)
+    if record is None:
+        raise ConfigurationError(
+            f"no build of release {release} in {dist_dir}: run `aiacc-build build --release {release}` first"
+        )
+    if record.common is None:
+        raise BuildError(f"the build of release {release} has no perseus-common wheel: run `aiacc-build build` again")
+    return _publish(record, root)
+
+
+def _publish(record: BuildRecord, root: Path) -> IndexResult:
+    assert record.common is not None
+    common = record.common
+    _verify(root, common.path, common.sha256)
+    for cell in record.built:
+        assert cell.sha256 is not None
+        _verify(root, cell.path, cell.sha256)
+
+    _remove_old_pages(root)
+    common_file = _indexed(root, COMMON_DISTRIBUTION, common.path, common.sha256)
+    folders: dict[str, list[IndexedFile]] = {}
+    for cell in record.built:
+        assert cell.sha256 is not None
+        folders.setdefault(cell.folder, []).append(_indexed(root, f"perseus_{cell.framework}", cell.path, cell.sha256))
+    pages = list(write_index(root, None, [common_file]))
+    for folder, files in sorted(folders.items()):
+        pages += write_index(root, folder, [*files, common_file])
+
+    manifest = make_manifest(record, sorted(folders))
+    (root / MANIFEST_FILENAME).write_text(manifest.model_dump_json(indent=2) + "\n")
+
+    known = {common.path: common.sha256, **{c.path: c.sha256 for c in record.built if c.sha256}}
+    everything = published_files(root, excluded=set())
+    stale = tuple(p for p in everything if p.endswith(".whl") and p not in known)
+    listed = [p for p in everything if p not in stale]
+    write_checksums(root, listed, known)
+    return IndexResult(root=root, manifest=manifest, pages=tuple(pages), checksummed=tuple(listed), stale=stale)

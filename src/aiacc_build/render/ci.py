@@ -1,0 +1,129 @@
+"""The GitHub Actions workflow of a release: one cibuildwheel job per cell group, then an index job.
+
+Each job renders the release (for the builder Dockerfile and bake file), builds its builder image on
+the exact manylinux image the pinned cibuildwheel uses, then builds, repairs and tests its wheels.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+
+from .. import naming
+from ..model import Arch, CellGroup, Cell, ReleaseInfo, group_cells
+from . import pip
+from .output import RenderedFile
+from .templates import render
+
+RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
+TOOL_PYTHON = "3.12"  # runs aiacc-build and cibuildwheel on the runner
+# Libraries a binding links but must never carry: they belong to the framework / CUDA / NCCL.
+REPAIR_EXCLUDES: tuple[str, ...] = (
+    "libtorch*",
+    "libc10*",
+    "libcudart*",
+    "libnccl*",
+    "libtensorflow_framework*",
+    "libmxnet*",
+)
+
+
+def binding_dir(group: CellGroup) -> str:
+    return f"native/bindings/{group.framework.value}"
+
+
+@dataclass(frozen=True)
+class CiJob:
+    id: str
+    name: str
+    runner: str
+    arch: str
+    builder_target: str
+    builder_tag: str
+    manylinux_policy: str
+    package_dir: str
+    output_dir: str  # the mirror folder: cuda110/, cpu/
+    env: dict[str, str]
+    wheel_paths: tuple[str, ...]
+
+
+def repair_command(group: CellGroup) -> str:
+    cell = group.cells[0]
+    excludes = " ".join(f"--exclude {shlex.quote(e)}" for e in REPAIR_EXCLUDES)
+    published = cell.release.wheel_tags.platform[cell.framework].format(arch=cell.arch.value)
+    repaired = cell.release.wheel_tags.repair_platform[cell.framework].format(arch=cell.arch.value)
+    if published == repaired:
+        return f"auditwheel repair {excludes} -w {{dest_dir}} {{wheel}}"
+    # The release publishes another platform tag than auditwheel gives: re-tag back so the names match.
+    return (
+        "rm -rf /tmp/perseus-repaired"
+        f" && auditwheel repair {excludes} -w /tmp/perseus-repaired {{wheel}}"
+        f" && python -m wheel tags --remove --platform-tag {published} /tmp/perseus-repaired/*.whl"
+        " && mv /tmp/perseus-repaired/*.whl {dest_dir}"
+    )
+
+
+def _same_build(group: CellGroup) -> Cell:
+    first = group.cells[0]
+    for cell in group.cells[1:]:
+        if cell.build != first.build:
+            raise ValueError(f"cells {first.key} and {cell.key} of CI job {naming.ci_job_id(group)} install different framework builds")
+    return first
+
+
+def ci_job(group: CellGroup) -> CiJob:
+    cell = _same_build(group)
+    framework_args = " ".join(shlex.quote(a) for a in pip.framework_install_args(cell.build))
+    arch = group.arch.value
+    image_var = f"CIBW_MANYLINUX_{arch.upper()}_IMAGE"
+    builder_tag = naming.builder_image_tag(group.release, group.cuda, arch)
+    env_vars = {
+        "PERSEUS_RELEASE": group.release_version,
+        "PERSEUS_FRAMEWORK": group.framework.value,
+        "PERSEUS_FRAMEWORK_VERSION": group.framework_version,
+        "PERSEUS_CUDA": group.cuda or "cpu",
+    }
+    if group.cuda is not None:
+        env_vars["CUDA_HOME"] = "/usr/local/cuda"
+    env = {
+        "CIBW_BUILD": naming.cibw_build_selector(group),
+        "CIBW_ARCHS_LINUX": arch,
+        image_var: builder_tag,
+        "CIBW_BUILD_FRONTEND": "pip; args: --no-build-isolation",
+        "CIBW_ENVIRONMENT": " ".join(f"{k}={shlex.quote(v)}" for k, v in env_vars.items()),
+        "CIBW_BEFORE_BUILD": f"pip install wheel {framework_args}",
+        "CIBW_REPAIR_WHEEL_COMMAND": repair_command(group),
+        "CIBW_BEFORE_TEST": "pip install {project}/native/runtime",
+        "CIBW_TEST_COMMAND": f'pip install {framework_args} && python -c "import perseus, perseus.{group.framework.value}"',
+    }
+    accel = "CPU" if group.cuda is None else f"CUDA {group.cuda}"
+    return CiJob(
+        id=naming.ci_job_id(group),
+        name=f"{group.framework.value} {group.framework_version} {accel} {arch}",
+        runner=RUNNERS[group.arch],
+        arch=arch,
+        builder_target=naming.builder_bake_target(group.release, group.cuda, arch),
+        builder_tag=builder_tag,
+        manylinux_policy=group.release.manylinux_image,
+        package_dir=binding_dir(group),
+        output_dir=naming.accelerator_folder(cell),
+        env=env,
+        wheel_paths=tuple(naming.wheel_path(c) for c in group.cells),
+    )
+
+
+def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
+    jobs = [ci_job(g) for g in group_cells(cells)]
+    ids = [j.id for j in jobs]
+    if len(set(ids)) != len(ids):
+        raise ValueError(f"release {release.version}: two CI jobs share an id")
+    content = render(
+        "ci/build-wheels.yml.j2",
+        release=release,
+        workflow_name=naming.ci_workflow_filename(release).removesuffix(".yml"),
+        jobs=jobs,
+        tool_python=TOOL_PYTHON,
+        common_wheel=naming.common_wheel_filename(release),
+        expected=sorted({p for j in jobs for p in j.wheel_paths} | {naming.common_wheel_path(release)}),
+    )
+    return RenderedFile(path=f"ci/{naming.ci_workflow_filename(release)}", content=content, kind="ci")

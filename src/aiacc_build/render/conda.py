@@ -1,0 +1,114 @@
+"""Conda environment files: one per (cell, environment Python), named by naming.conda_filename.
+
+Conda supplies Python, pip and the CUDA runtime; the framework comes from conda where a channel
+has that exact build (PyTorch 1.5.1 to 2.5 on `pytorch`, 1.8.2 LTS on `pytorch-lts`, for the Pythons
+those builds exist for: the table conda/packages.yaml says), else from pip with the cell's exact
+requirement; the Perseus wheels always come from the mirror through pip.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from packaging.version import Version
+
+from .. import naming
+from ..checks.conda_table import default_conda_table
+from ..model import Cell, Framework
+from . import pip
+from .output import RenderedFile
+from .templates import render
+
+# For a framework from pip: CUDA toolkits before 11.8 come as conda's `cudatoolkit` metapackage;
+# from 11.8 on NVIDIA's split packages pinned by `cuda-version` replace it.
+MODERN_CUDA = Version("11.8")
+
+
+@dataclass(frozen=True)
+class CondaEnv:
+    filename: str
+    name: str
+    channels: tuple[str, ...]
+    dependencies: tuple[str, ...]  # conda match specs
+    pip: tuple[str, ...]  # lines of the pip section
+
+
+def _modern(cuda: str) -> bool:
+    return Version(cuda) >= MODERN_CUDA
+
+
+def _torch_conda_channel(cell: Cell, python: str) -> str | None:
+    """The conda channel with this exact PyTorch build for `python`; None: PyTorch comes from pip."""
+    if cell.framework is not Framework.TORCH:
+        return None
+    return default_conda_table().pytorch_channel(cell.framework_version, cell.cuda, python)
+
+
+def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
+    """The environment of one cell, or of its architecture variants (see variants.arch_variants)."""
+    cell = variants[0]
+    channels: list[str] = []
+    deps: list[str] = [f"python={python}", "pip"]
+    pip_lines: list[str] = []
+    torch_channel = _torch_conda_channel(cell, python)
+    if torch_channel is not None:
+        channels.append(torch_channel)
+        deps.append(f"pytorch={cell.framework_version}")
+        if cell.cuda is None:
+            deps.append("cpuonly")
+        elif default_conda_table().pytorch_cuda_era(cell.framework_version):
+            channels.append("nvidia")
+            deps.append(f"pytorch-cuda={cell.cuda}")
+        else:
+            deps.append(f"cudatoolkit={cell.cuda}")
+    else:
+        if cell.cuda is not None:
+            if _modern(cell.cuda):
+                # conda-forge's constraint package; the pip framework brings its CUDA wheels. No
+                # `nvidia` channel: nothing here comes from it, and listed first it would shadow
+                # conda-forge's cuda-version under strict channel priority.
+                deps.append(f"cuda-version={cell.cuda}")
+            else:
+                # pip builds of TensorFlow / MXNet of that era load the system CUDA and cuDNN; torch
+                # wheels bundle their cuDNN, the binding still needs the toolkit's libcudart.
+                deps.append(f"cudatoolkit={cell.cuda}")
+                if cell.framework is not Framework.TORCH:
+                    deps.append("cudnn")
+        for variant in variants:
+            for line in _pip_option_lines(variant):
+                if line not in pip_lines:
+                    pip_lines.append(line)
+        if len({v.build.requirement for v in variants}) == 1:
+            pip_lines.append(cell.build.requirement)
+        else:
+            pip_lines += [f'{v.build.requirement} ; platform_machine == "{v.arch.value}"' for v in variants]
+    channels += ["conda-forge", "nodefaults"]
+    pip_lines.append(naming.common_wheel_url(cell.release))
+    if len(variants) == 1:
+        pip_lines.append(naming.wheel_url(cell))
+    else:
+        # One file for several architectures: pip picks the wheel of the machine it runs on.
+        for variant in variants:
+            dist = naming.wheel_distribution(variant.framework)
+            pip_lines.append(f'{dist} @ {naming.wheel_url(variant)} ; platform_machine == "{variant.arch.value}"')
+    return CondaEnv(
+        filename=naming.conda_filename(cell, python),
+        name=naming.conda_env_name(cell, python),
+        channels=tuple(channels),
+        dependencies=tuple(deps),
+        pip=tuple(pip_lines),
+    )
+
+
+def _pip_option_lines(cell: Cell) -> list[str]:
+    args = pip.index_args(cell.build)
+    return [f"{args[i]} {args[i + 1]}" for i in range(0, len(args), 2)]
+
+
+def render_conda(variants: tuple[Cell, ...], python: str) -> RenderedFile:
+    cell = variants[0]
+    env = conda_env(variants, python)
+    content = render(
+        "conda/environment.yaml.j2", env=env, cell=cell, python=python, arches=[v.arch.value for v in variants]
+    )
+    return RenderedFile(path=f"{cell.release.conda_dir}/{env.filename}", content=content, kind="conda")

@@ -1,0 +1,1 @@
+from local_build import local_build  # noqa: F401  (the session's build of the local cell)

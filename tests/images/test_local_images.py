@@ -1,0 +1,51 @@
+"""Local image selection and build inputs (no Docker engine needed)."""
+
+from __future__ import annotations
+
+import hashlib
+import urllib.request
+
+import pytest
+
+from aiacc_build import naming
+from aiacc_build.errors import UnsupportedCellError
+from aiacc_build.images.local import MissingWheelError, _wheels_of, local_images
+from aiacc_build.images.registry import free_port
+from aiacc_build.images.wheelhouse import LoopbackServer, sha256_of
+from aiacc_build.matrix import load_release
+from aiacc_build.render.support import BuildHost
+
+LOCAL_CELL = "2.0.0/torch-2.13.0/cpu/py3.11/x86_64"
+HOST = BuildHost(arch="x86_64", pythons=frozenset({"3.11"}))
+
+
+def test_local_image_of_the_local_cell_has_the_seed_style_tag():
+    release = load_release("2.0.0")
+    (image,) = local_images(release.cells, HOST, (LOCAL_CELL,))
+    assert image.tags == ("perseus-training:debian12-cpu-pt2.13.0-py311-latest",)
+    assert image.args["BASE_IMAGE"] == "perseus-base:debian12-cpu"
+    assert image.args["FRAMEWORK_PIP_ARGS"].split()[0] == "torch==2.13.0+cpu"
+
+
+def test_unknown_cell_names_the_cells_that_have_local_images():
+    release = load_release("2.0.0")
+    with pytest.raises(UnsupportedCellError, match=LOCAL_CELL.replace("+", r"\+")):
+        local_images(release.cells, HOST, ("2.0.0/torch-9.9.9/cpu/py3.11/x86_64",))
+
+
+def test_missing_wheels_are_named_with_the_fix(tmp_path):
+    release = load_release("2.0.0")
+    (image,) = local_images(release.cells, HOST, (LOCAL_CELL,))
+    with pytest.raises(MissingWheelError, match="aiacc-build build --release 2.0.0") as info:
+        _wheels_of(image, tmp_path)
+    assert naming.wheel_path(image.cell) in str(info.value)
+
+
+def test_loopback_server_serves_files_and_digest_matches(tmp_path):
+    (tmp_path / "mirror").mkdir()
+    payload = b"wheel bytes" * 1000
+    (tmp_path / "mirror" / "a+b.whl").write_bytes(payload)
+    with LoopbackServer(tmp_path, free_port()) as server:
+        body = urllib.request.urlopen(server.url("mirror/" + naming.url_path("a+b.whl"))).read()
+    assert body == payload
+    assert sha256_of(tmp_path / "mirror" / "a+b.whl") == hashlib.sha256(payload).hexdigest()

@@ -1,0 +1,540 @@
+#!/usr/bin/env bash
+# install_AIACC-Training.sh: install AIACC-Training (Perseus) 2.0.0 for the frameworks of a Python.
+# Rendered by `aiacc-build render` from the release matrix: do not edit.
+#
+# It detects the Python, every installed framework (torch, tensorflow, mxnet), the CUDA each was
+# built with (then the NVIDIA driver, then nvcc), picks the matching cell of the table below and
+# explains the decision. Run with --help for usage and exit codes.
+set -euo pipefail
+
+readonly RELEASE=2.0.0
+MIRROR_URL="${AIACC_MIRROR_URL:-https://ali-perseus-release.oss-cn-huhehaote.aliyuncs.com}"
+
+readonly EXIT_USAGE=2
+readonly EXIT_NO_PYTHON=3
+readonly EXIT_NO_PIP=4
+readonly EXIT_NO_FRAMEWORK=5
+readonly EXIT_UNSUPPORTED=6
+readonly EXIT_EXTERNALLY_MANAGED=7
+readonly EXIT_NOT_SUPPORTED_YET=8
+readonly EXIT_CODES="usage=${EXIT_USAGE} no_python=${EXIT_NO_PYTHON} no_pip=${EXIT_NO_PIP} no_framework=${EXIT_NO_FRAMEWORK} unsupported=${EXIT_UNSUPPORTED} externally_managed=${EXIT_EXTERNALLY_MANAGED} not_supported_yet=${EXIT_NOT_SUPPORTED_YET}"
+
+# The cells of this release, one per line: framework version cuda|cpu python|any arch folder/file
+CELL_TABLE="$(cat <<'AIACC_CELL_TABLE'
+torch 2.13.0 cpu 3.11 x86_64 cpu/perseus_torch-2.0.0+2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl
+torch 2.13.0 cpu 3.12 x86_64 cpu/perseus_torch-2.0.0+2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl
+torch 2.13.0 13.0 3.11 x86_64 cuda130/perseus_torch-2.0.0+2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl
+torch 2.13.0 13.0 3.11 aarch64 cuda130/perseus_torch-2.0.0+2.13.0-cp311-cp311-manylinux_2_28_aarch64.whl
+torch 2.5.1 12.4 3.10 x86_64 cuda124/perseus_torch-2.0.0+2.5.1-cp310-cp310-manylinux_2_28_x86_64.whl
+tensorflow 2.21.0 cpu any x86_64 cpu/perseus_tensorflow-2.0.0+2.21.0-py3-none-manylinux_2_28_x86_64.whl
+mxnet 1.9.1 cpu any x86_64 cpu/perseus_mxnet-2.0.0+1.9.1-py3-none-manylinux_2_28_x86_64.whl
+AIACC_CELL_TABLE
+)"
+
+usage() {
+  cat <<USAGE
+Usage: bash install_AIACC-Training.sh [--dry-run] [--framework NAME] [PYTHON]
+
+Install AIACC-Training (Perseus) ${RELEASE} for the deep-learning frameworks installed for PYTHON
+(default: python3), matching each framework's exact version, its CUDA (or CPU) build, the Python
+version and the machine's architecture.
+
+Options:
+  -n, --dry-run         detect and explain the decision; install nothing
+  --framework NAME      only this framework: torch (pytorch), tensorflow (tf) or mxnet (mx)
+  -h, --help            this text
+
+Environment:
+  AIACC_MIRROR_URL      where the wheels are downloaded from (default ${MIRROR_URL})
+
+Exit codes:
+  0  the decision was made (--dry-run)
+  2  bad arguments
+  3  no Python 3.6+ (the given command is missing, is not Python, or is too old)
+  4  pip is not installed for that Python
+  5  no framework (or not the one asked for) is installed for that Python
+  6  this release has no build for an installed framework; the nearest cells are listed
+  7  a system Python that refuses pip (PEP 668): use a virtual environment
+  8  installing is not supported yet by this script (use --dry-run)
+USAGE
+}
+
+die() {  # die CODE MESSAGE
+  local code="$1"
+  shift
+  printf 'error: %s\n' "$*" >&2
+  exit "$code"
+}
+
+dry_run=0
+framework=""
+python_cmd="python3"
+python_given=""
+while [ "$#" -gt 0 ]; do
+  case "$1" in
+    -h | --help) usage; exit 0 ;;
+    -n | --dry-run) dry_run=1 ;;
+    --framework)
+      [ "$#" -ge 2 ] || die "$EXIT_USAGE" "--framework needs a name: torch, tensorflow or mxnet"
+      framework="$2"
+      shift
+      ;;
+    --framework=*) framework="${1#--framework=}" ;;
+    -*) die "$EXIT_USAGE" "unknown option '$1' (see --help)" ;;
+    *)
+      [ -z "$python_given" ] || die "$EXIT_USAGE" "one Python command only (got '$python_given' and '$1'; see --help)"
+      python_cmd="$1"
+      python_given="$1"
+      ;;
+  esac
+  shift
+done
+
+case "$framework" in
+  "") ;;
+  torch | pytorch | pt) framework=torch ;;
+  tensorflow | tf) framework=tensorflow ;;
+  mxnet | mx) framework=mxnet ;;
+  *) die "$EXIT_USAGE" "unknown framework '$framework': use torch, tensorflow or mxnet" ;;
+esac
+
+if ! command -v "$python_cmd" >/dev/null 2>&1; then
+  die "$EXIT_NO_PYTHON" "no Python: '$python_cmd' is not a command. Install Python 3, or pass your Python command as the last argument: bash install_AIACC-Training.sh python"
+fi
+python_version="$("$python_cmd" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null || true)"
+if ! [[ "$python_version" =~ ^[0-9]+\.[0-9]+$ ]]; then
+  die "$EXIT_NO_PYTHON" "'$python_cmd' does not run as a Python interpreter"
+fi
+case "$python_version" in
+  [0-2].* | 3.[0-5]) die "$EXIT_NO_PYTHON" "'$python_cmd' is Python $python_version; AIACC-Training needs Python 3.6 or newer" ;;
+esac
+
+rc=0
+AIACC_CELL_TABLE="$CELL_TABLE" AIACC_RELEASE="$RELEASE" AIACC_MIRROR_URL="$MIRROR_URL" \
+  AIACC_FRAMEWORK="$framework" AIACC_EXIT_CODES="$EXIT_CODES" AIACC_COMMON_WHEEL=perseus_common-2.0.0-py3-none-any.whl \
+  "$python_cmd" - <<'AIACC_DECIDE_PY' || rc=$?
+# The decision half of install_AIACC-Training.sh, embedded in it by `aiacc-build render`.
+# It runs under the user's Python (3.6 or newer: no walrus, no f-string `=`, no capture_output) and
+# reads its inputs from the environment the script sets: AIACC_CELL_TABLE (one line per cell:
+# framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
+# AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ...").
+# It detects the Python, the installed frameworks and the CUDA they were built with (then the
+# driver, then nvcc), picks one cell per framework and explains it; the exit code tells the outcome.
+import os
+import platform
+import re
+import subprocess
+import sys
+import sysconfig
+
+try:
+    from urllib.parse import quote
+except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
+    quote = None
+
+EXIT = dict(item.split("=") for item in os.environ.get("AIACC_EXIT_CODES", "").split())
+FRAMEWORKS = ("torch", "tensorflow", "mxnet")
+# Minimum Linux driver of each CUDA toolkit (CUDA release notes, "CUDA Toolkit and Driver Versions").
+DRIVER_FOR_CUDA = (
+    ("13.0", "580.65.06"), ("12.9", "575.51.03"), ("12.8", "570.26"), ("12.6", "560.28.03"),
+    ("12.5", "555.42.02"), ("12.4", "550.54.14"), ("12.3", "545.23.06"), ("12.2", "535.54.03"),
+    ("12.1", "530.30.02"), ("12.0", "525.60.13"), ("11.8", "520.61.05"), ("11.7", "515.43.04"),
+    ("11.6", "510.39.01"), ("11.5", "495.29.05"), ("11.4", "470.42.01"), ("11.3", "465.19.01"),
+    ("11.2", "460.27.03"), ("11.1", "455.23"), ("11.0", "450.36.06"), ("10.2", "440.33"),
+    ("10.1", "418.39"), ("10.0", "410.48"),
+)
+
+
+def say(text=""):
+    sys.stdout.write(text + "\n")
+
+
+def fail(code_name, text):
+    sys.stderr.write("error: " + text + "\n")
+    sys.exit(int(EXIT[code_name]))
+
+
+def numbers(version):
+    """'2.13.0' -> (2, 13, 0); stops at the first part that is not a number."""
+    out = []
+    for part in re.split(r"[.+]", version):
+        if not part.isdigit():
+            break
+        out.append(int(part))
+    return tuple(out)
+
+
+def major_minor(version):
+    return ".".join(str(n) for n in numbers(version)[:2])
+
+
+class Cell(object):
+    def __init__(self, line):
+        fields = line.split()
+        if len(fields) != 6:
+            raise ValueError("bad cell table line: " + line)
+        self.framework, self.version, self.accel, self.python, self.arch, self.path = fields
+
+    def describe(self):
+        accel = "CPU" if self.accel == "cpu" else "CUDA " + self.accel
+        python = "any Python 3" if self.python == "any" else "Python " + self.python
+        return "%s %s, %s, %s, %s" % (self.framework, self.version, accel, python, self.arch)
+
+
+def load_table():
+    cells = []
+    for line in os.environ["AIACC_CELL_TABLE"].splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            cells.append(Cell(line))
+    return cells
+
+
+# --- detection -------------------------------------------------------------------------------------
+
+def installed_distributions():
+    """{normalised name: (name, version)} of every installed distribution, without importing any."""
+    found = {}
+    try:
+        from importlib import metadata  # Python 3.8+
+        for dist in metadata.distributions():
+            name = dist.metadata["Name"]
+            if name:
+                found.setdefault(normalise(name), (name, dist.version))
+        return found
+    except ImportError:
+        pass
+    # Python 3.6 / 3.7: read the *.dist-info / *.egg-info metadata on sys.path directly.
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        for child in os.listdir(entry):
+            if not child.endswith((".dist-info", ".egg-info")):
+                continue
+            meta = os.path.join(entry, child, "METADATA" if child.endswith(".dist-info") else "PKG-INFO")
+            name = version = None
+            try:
+                with open(meta, encoding="utf-8", errors="replace") as handle:
+                    for line in handle:
+                        if line.startswith("Name:"):
+                            name = line.split(":", 1)[1].strip()
+                        elif line.startswith("Version:"):
+                            version = line.split(":", 1)[1].strip()
+                        elif not line.strip():
+                            break
+            except (IOError, OSError):
+                continue
+            if name and version:
+                found.setdefault(normalise(name), (name, version))
+    return found
+
+
+def normalise(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def package_dir(module):
+    """The folder of a top-level package, found without importing it."""
+    import importlib.util
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return list(spec.submodule_search_locations)[0]
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def cuda_from_label(label):
+    """Local version label 'cu118' -> '11.8', 'cpu' -> 'cpu'; None when it names no build."""
+    if label == "cpu":
+        return "cpu"
+    match = re.match(r"^cu(\d+)(\d)$", label or "")
+    if match:
+        return "%s.%s" % (match.group(1), match.group(2))
+    return None
+
+
+def torch_cuda(version):
+    label = version.split("+", 1)[1] if "+" in version else ""
+    from_label = cuda_from_label(label)
+    if from_label:
+        return from_label, "the version label +" + label
+    folder = package_dir("torch")
+    text = read(os.path.join(folder, "version.py")) if folder else None
+    if text is not None:
+        match = re.search(r"^cuda(?:\s*:[^=\n]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", text, re.M)
+        if match:
+            value = match.group(1) or match.group(2)
+            return (major_minor(value) if value else "cpu"), "torch.version.cuda in " + os.path.join(folder, "version.py")
+    return None, "torch/version.py not readable"
+
+
+def tensorflow_cuda(dist_name):
+    if normalise(dist_name) == "tensorflow-cpu":
+        return "cpu", "the distribution name " + dist_name
+    folder = package_dir("tensorflow")
+    path = os.path.join(folder, "python", "platform", "build_info.py") if folder else None
+    text = read(path) if path else None
+    if text is None:
+        return None, "tensorflow's build_info.py not readable"
+    accel = cuda_from_build_info(text)
+    if accel:
+        return accel, "the TensorFlow build info in " + path
+    return None, "no CUDA version in " + path
+
+
+def cuda_from_build_info(text):
+    """TensorFlow's build_info.py, any era: the dict / OrderedDict / item forms of 2.x, 1.x's variable."""
+    match = re.search(r"['\"]cuda_version['\"]\s*(?:\]\s*=|,|:)\s*['\"]([0-9.]+)['\"]", text)
+    if not match:
+        match = re.search(r"cuda_version_number\s*=\s*['\"]([0-9.]+)['\"]", text)
+    if match:
+        return major_minor(match.group(1))
+    if re.search(r"['\"]?is_cuda_build['\"]?\s*(?:\]\s*=|,|:|=)\s*False", text):
+        return "cpu"
+    return None
+
+
+def mxnet_cuda(dist_name):
+    match = re.match(r"^mxnet-cu(\d+)", normalise(dist_name))
+    if match:
+        return cuda_from_label("cu" + match.group(1)), "the distribution name " + dist_name
+    return "cpu", "the distribution name " + dist_name + " (PyPI's mxnet builds without -cuXY are CPU-only)"
+
+
+def installed_frameworks():
+    """[(framework, distribution, version)] in FRAMEWORKS order."""
+    dists = installed_distributions()
+    found = []
+    for key, (name, version) in sorted(dists.items()):
+        if key == "torch":
+            found.append(("torch", name, version))
+        elif key in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu", "tensorflow-aarch64", "intel-tensorflow"):
+            found.append(("tensorflow", name, version))
+        elif re.match(r"^mxnet(-cu\d+(mkl)?|-mkl|-native)?$", key):
+            found.append(("mxnet", name, version))
+    seen = set()
+    result = []
+    for framework in FRAMEWORKS:
+        for item in found:
+            if item[0] == framework and framework not in seen:
+                seen.add(framework)
+                result.append(item)
+    return result
+
+
+def run(command):
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        out, _ = proc.communicate(timeout=20)
+        return out if proc.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def driver():
+    """(driver version, highest CUDA it runs, where from) or (None, None, why not)."""
+    text = read("/proc/driver/nvidia/version")
+    version = None
+    source = None
+    if driver_from_proc(text):
+        version, source = driver_from_proc(text), "/proc/driver/nvidia/version"
+    if version is None:
+        out = run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
+        if out and out.strip():
+            version, source = out.strip().splitlines()[0].strip(), "nvidia-smi"
+    if version is None:
+        return None, None, "no NVIDIA driver (no /proc/driver/nvidia/version, no nvidia-smi)"
+    return version, cuda_for_driver(version), source
+
+
+def driver_from_proc(text):
+    match = re.search(r"Kernel Module(?:\s+for\s+\S+)?\s+(\d+\.\d+(?:\.\d+)?)", text or "")
+    return match.group(1) if match else None
+
+
+def cuda_for_driver(version):
+    """The newest CUDA toolkit a driver version runs, or None when it is older than CUDA 10.0's."""
+    for cuda, minimum in DRIVER_FOR_CUDA:
+        if numbers(version) >= numbers(minimum):
+            return cuda
+    return None
+
+
+def nvcc():
+    candidates = ["nvcc", "/usr/local/cuda/bin/nvcc"]
+    for command in candidates:
+        out = run([command, "--version"])
+        match = re.search(r"release (\d+\.\d+)", out or "")
+        if match:
+            return match.group(1), command
+    return None, None
+
+
+def externally_managed():
+    """The PEP 668 marker of a system Python outside a virtual environment, or None."""
+    in_venv = getattr(sys, "base_prefix", sys.prefix) != sys.prefix or hasattr(sys, "real_prefix")
+    if in_venv:
+        return None
+    marker = os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")
+    return marker if os.path.isfile(marker) else None
+
+
+def host_arch():
+    machine = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+
+
+# --- decision --------------------------------------------------------------------------------------
+
+def python_fits(cell, python):
+    return cell.python in ("any", python)
+
+
+def nearest(cells, framework, version, accel, python, arch, limit=5):
+    def distance(cell):
+        v_cell, v_mine = numbers(cell.version), numbers(version)
+        v_dist = tuple(abs(a - b) for a, b in zip(v_cell + (0, 0, 0), v_mine + (0, 0, 0)))[:3]
+        if accel is None or cell.accel == accel:
+            a_dist = 0
+        elif "cpu" in (cell.accel, accel):
+            a_dist = 10000
+        else:
+            a_dist = abs(_cuda_number(cell.accel) - _cuda_number(accel))
+        p_dist = 0 if python_fits(cell, python) else 1 + abs(numbers(cell.python)[1] - numbers(python)[1])
+        return (cell.arch != arch, v_dist, a_dist, p_dist)
+    same = [c for c in cells if c.framework == framework]
+    return sorted(same, key=distance)[:limit]
+
+
+def _cuda_number(cuda):
+    n = numbers(cuda)
+    return n[0] * 100 + (n[1] if len(n) > 1 else 0)
+
+
+def decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cuda):
+    """(cell or None, how the accelerator was chosen)."""
+    public = version.split("+", 1)[0]
+    matching = [c for c in cells if c.framework == framework and c.version == public and c.arch == arch and python_fits(c, python)]
+    if accel is not None:
+        exact = [c for c in matching if c.accel == accel]
+        return (exact[0] if exact else None), None
+    # The framework's own CUDA is unknown: the driver's highest CUDA, then the toolkit's.
+    cuda_cells = sorted((c for c in matching if c.accel != "cpu"), key=lambda c: _cuda_number(c.accel), reverse=True)
+    if driver_cuda:
+        fitting = [c for c in cuda_cells if _cuda_number(c.accel) <= _cuda_number(driver_cuda)]
+        if fitting:
+            return fitting[0], "the newest CUDA the driver runs (%s)" % driver_cuda
+    if nvcc_cuda:
+        exact = [c for c in cuda_cells if c.accel == nvcc_cuda]
+        if exact:
+            return exact[0], "the installed CUDA toolkit (nvcc %s)" % nvcc_cuda
+    return None, None
+
+
+def wheel_url(mirror, path):
+    return mirror.rstrip("/") + "/" + quote(path, safe="/")
+
+
+def main():
+    cells = load_table()
+    release = os.environ["AIACC_RELEASE"]
+    mirror = os.environ["AIACC_MIRROR_URL"]
+    wanted = os.environ.get("AIACC_FRAMEWORK", "")
+    python = "%d.%d" % sys.version_info[:2]
+    arch = host_arch()
+
+    say("AIACC-Training %s installer" % release)
+    say("python:     %s (Python %s, %s)" % (sys.executable, platform.python_version(), arch))
+
+    frameworks = installed_frameworks()
+    if wanted:
+        frameworks = [f for f in frameworks if f[0] == wanted]
+        if not frameworks:
+            fail("no_framework", "%s is not installed for %s (Python %s). Install %s first, or pass the Python "
+                 "that has it: bash install_AIACC-Training.sh /path/to/python" % (wanted, sys.executable, python, wanted))
+    if not frameworks:
+        fail("no_framework", "no deep-learning framework is installed for %s (Python %s): looked for torch, "
+             "tensorflow and mxnet. Install your framework first, or pass the Python that has it: "
+             "bash install_AIACC-Training.sh /path/to/python" % (sys.executable, python))
+
+    driver_version, driver_cuda, driver_source = driver()
+    if driver_version:
+        say("driver:     NVIDIA %s from %s, runs CUDA up to %s" % (driver_version, driver_source, driver_cuda or "(older than 10.0)"))
+    else:
+        say("driver:     none: %s" % driver_source)
+    nvcc_cuda, nvcc_command = nvcc()
+    say("nvcc:       %s" % ("CUDA %s (%s)" % (nvcc_cuda, nvcc_command) if nvcc_cuda else "not found"))
+
+    chosen = []
+    problems = []
+    for framework, dist_name, version in frameworks:
+        if framework == "torch":
+            accel, source = torch_cuda(version)
+        elif framework == "tensorflow":
+            accel, source = tensorflow_cuda(dist_name)
+        else:
+            accel, source = mxnet_cuda(dist_name)
+        built = "CPU" if accel == "cpu" else ("CUDA " + accel if accel else "unknown CUDA")
+        say("%-11s %s %s, built for %s (from %s)" % (framework + ":", dist_name, version, built, source))
+        if accel not in (None, "cpu") and driver_cuda and _cuda_number(accel) > _cuda_number(driver_cuda):
+            say("warning:    driver %s runs CUDA up to %s; %s built for CUDA %s will not use the GPU"
+                % (driver_version, driver_cuda, framework, accel))
+        cell, how = decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cuda)
+        if cell is None:
+            public = version.split("+", 1)[0]
+            lines = ["  " + c.describe() + "  (" + c.path + ")" for c in nearest(cells, framework, public, accel, python, arch)]
+            problems.append("AIACC-Training %s has no build for %s %s, %s, Python %s, %s.\n nearest supported cells:\n%s"
+                            % (release, framework, public, built, python, arch, "\n".join(lines) or "  (none)"))
+            continue
+        chosen.append((framework, cell, how))
+
+    if problems:
+        hint = ""
+        if chosen:
+            hint = "\n the supported ones alone: --framework " + " or --framework ".join(f for f, _, _ in chosen)
+        fail("unsupported", "\n".join(problems) + hint)
+
+    for framework, cell, how in chosen:
+        say("decision:   %s -> %s%s" % (framework, cell.path, "  (CUDA picked by " + how + ")" if how else ""))
+    say("would install: %s" % wheel_url(mirror, os.environ["AIACC_COMMON_WHEEL"]))
+    for _, cell, _ in chosen:
+        say("               %s" % wheel_url(mirror, cell.path))
+
+    try:
+        import importlib.util
+        has_pip = importlib.util.find_spec("pip") is not None
+    except ImportError:
+        has_pip = False
+    if not has_pip:
+        fail("no_pip", "pip is not installed for %s. Install it (%s -m ensurepip --upgrade, or your "
+             "distribution's python3-pip package) and run the script again" % (sys.executable, sys.executable))
+    marker = externally_managed()
+    if marker and os.environ.get("PIP_BREAK_SYSTEM_PACKAGES", "").lower() not in ("1", "true", "yes", "on"):
+        fail("externally_managed", "%s is a system Python that refuses pip installs (PEP 668: %s). Use a virtual "
+             "environment that sees your framework:\n  %s -m venv --system-site-packages ~/perseus-env\n"
+             "  bash install_AIACC-Training.sh ~/perseus-env/bin/python\nor allow a per-user install: "
+             "PIP_BREAK_SYSTEM_PACKAGES=1 with pip install --user" % (sys.executable, marker, sys.executable))
+
+
+if __name__ == "__main__":
+    main()
+AIACC_DECIDE_PY
+if [ "$rc" -ne 0 ]; then
+  exit "$rc"
+fi
+
+if [ "$dry_run" -eq 1 ]; then
+  echo "dry run: nothing was installed"
+  exit 0
+fi
+die "$EXIT_NOT_SUPPORTED_YET" "not supported yet: installing (download, checksum verification and pip install come in a later release of this script); --dry-run shows the decision"

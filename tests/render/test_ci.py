@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import yaml
+
+from aiacc_build import naming
+from aiacc_build.model import group_cells
+from aiacc_build.render.ci import REPAIR_EXCLUDES, ci_job, render_ci
+
+from .sample_releases import MODERN, SEED, modern_cells, seed_cells
+
+
+def _workflow(release, cells):
+    return yaml.safe_load(render_ci(release, cells).content)
+
+
+def test_one_job_per_group_plus_common_and_index():
+    groups = group_cells(modern_cells())
+    jobs = _workflow(MODERN, modern_cells())["jobs"]
+    assert set(jobs) == {naming.ci_job_id(g) for g in groups} | {"perseus-common", "index"}
+    assert set(jobs["index"]["needs"]) == set(jobs) - {"index"}
+
+
+def test_job_runs_pinned_cibuildwheel_with_selector_builder_repair_and_test():
+    (group,) = [g for g in group_cells(seed_cells()) if naming.ci_job_id(g) == "torch-1_7_1-cuda110-x86_64"]
+    job = _workflow(SEED, seed_cells())["jobs"]["torch-1_7_1-cuda110-x86_64"]
+    assert job["runs-on"] == "ubuntu-24.04"
+    steps = {s.get("name", s.get("uses")): s for s in job["steps"]}
+    assert "cibuildwheel==2.16.5" in steps["Install the build tool and cibuildwheel 2.16.5"]["run"]
+    env = steps["Build, repair and test"]["env"]
+    assert env["CIBW_BUILD"] == naming.cibw_build_selector(group) == "cp36-manylinux_x86_64 cp38-manylinux_x86_64"
+    assert env["CIBW_MANYLINUX_X86_64_IMAGE"] == "perseus-builder:manylinux2014-cuda11.0-x86_64"
+    for pattern in REPAIR_EXCLUDES:
+        assert f"--exclude '{pattern}'" in env["CIBW_REPAIR_WHEEL_COMMAND"]
+    # 1.5.0 publishes linux_x86_64 where auditwheel gives manylinux2014: the repair re-tags back.
+    assert "--platform-tag linux_x86_64" in env["CIBW_REPAIR_WHEEL_COMMAND"]
+    assert env["CIBW_TEST_COMMAND"].startswith(
+        "pip install torch==1.7.1+cu110 --find-links https://download.pytorch.org/whl/torch_stable.html && "
+    )
+    assert 'import perseus, perseus.torch' in env["CIBW_TEST_COMMAND"]
+    builder = steps["Build the builder image perseus-builder:manylinux2014-cuda11.0-x86_64"]
+    assert "builder-manylinux2014-cuda11_0-x86_64" in builder["run"]
+
+
+def test_aarch64_jobs_run_on_arm_and_same_tag_repair_needs_no_retag():
+    jobs = _workflow(MODERN, modern_cells())["jobs"]
+    arm = jobs["torch-2_13_0-cuda130-aarch64"]
+    assert arm["runs-on"] == "ubuntu-24.04-arm"
+    env = next(s for s in arm["steps"] if s.get("name") == "Build, repair and test")["env"]
+    assert env["CIBW_MANYLINUX_AARCH64_IMAGE"] == "perseus-builder:manylinux_2_28-cuda13.0-aarch64"
+    assert env["CIBW_REPAIR_WHEEL_COMMAND"].endswith("-w {dest_dir} {wheel}")
+
+
+def test_index_job_expects_every_wheel_path():
+    index = _workflow(MODERN, modern_cells())["jobs"]["index"]
+    check = next(s for s in index["steps"] if s.get("name") == "Check that every cell's wheel was built")["run"]
+    for cell in modern_cells():
+        assert f"\n{naming.wheel_path(cell)}\n" in check
+    assert f"\n{naming.common_wheel_path(MODERN)}\n" in check
+
+
+def test_python_independent_group_builds_once():
+    (tf,) = [g for g in group_cells(modern_cells()) if g.framework.value == "tensorflow"]
+    job = ci_job(tf)
+    assert job.env["CIBW_BUILD"] == "cp311-manylinux_x86_64"
+    assert job.output_dir == "cpu" and job.package_dir == "native/bindings/tensorflow"
