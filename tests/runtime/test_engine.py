@@ -43,9 +43,10 @@ def test_fusion_groups_follow_the_native_plan_per_dtype_in_gradient_order():
     assert all(g.offsets[0] == 0 for g in groups)
 
 
-def test_automatic_fusion_gives_every_stream_a_group_once_the_model_is_large_enough():
-    sizes = [3 << 20, 3 << 20, 2 << 20]  # 8 MiB: the native automatic plan makes one group
+def test_automatic_fusion_makes_groups_of_a_few_mib():
+    sizes = [3 << 20] * 8  # 24 MiB: the native automatic plan makes one group
     assert len(_kernels.plan_buckets(sizes, None)) == 1
-    assert _engine.native_plan(sizes, None, 4) == _kernels.plan_buckets(sizes, 4)
+    assert _engine.native_plan(sizes, None, 4) == _kernels.plan_buckets(sizes, 24 // 4)
+    assert len(_engine.native_plan(sizes, None, 4)) == 4  # two 3 MiB gradients reach the 4 MiB target
     assert _engine.native_plan([1000, 2000], None, 4) == _kernels.plan_buckets([1000, 2000], None)  # small: one
     assert _engine.native_plan(sizes, 2, 4) == _kernels.plan_buckets(sizes, 2)  # an explicit value is kept

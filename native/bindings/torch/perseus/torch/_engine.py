@@ -113,16 +113,17 @@ class FusionGroup:
         return current
 
 
-STREAM_SHARE_MIN_BYTES = 1 << 20
+AUTO_GROUP_BYTES = 4 << 20
 
 
 def native_plan(sizes: Sequence[int], fusion: Optional[int], streams: int) -> List[List[int]]:
-    """The native plan of PERSEUS_ALLREDUCE_FUSION; when it is unset (automatic), at least one group per
-    stream for a model of at least STREAM_SHARE_MIN_BYTES per stream, so that every stream carries a part
-    (the streams then overlap one group's compression and reduction with another's transfer)."""
+    """The native plan of PERSEUS_ALLREDUCE_FUSION. Unset (automatic): the granularity that gives groups of
+    about AUTO_GROUP_BYTES, or the native automatic one if that is finer. Groups of a few MiB let the first
+    group leave while backward still runs and let the streams overlap one group's transfer with another's
+    compression; fewer, larger groups (the native automatic choice, 32 MiB) wait for more of backward."""
     plan = _kernels.plan_buckets(sizes, fusion)
     if fusion is None and plan:
-        wanted = min(streams, max(1, sum(sizes) // STREAM_SHARE_MIN_BYTES), 128)
+        wanted = min(128, max(1, -(-sum(sizes) // AUTO_GROUP_BYTES)))
         if wanted > len(plan):
             plan = _kernels.plan_buckets(sizes, wanted)
     return plan
