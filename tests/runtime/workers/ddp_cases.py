@@ -144,9 +144,28 @@ def job_dtype2():
     rec.perseus_records(world())
     losses = train(model, STEPS)
     records = rec.perseus_records(world())
+    modes = {}
+    for dtype in ("0", "1"):  # PERSEUS_ALLREDUCE_MODE=1: two levels with one dtype on both
+        configure(PERSEUS_ALLREDUCE_MODE="1", PERSEUS_ALLREDUCE_DTYPE=dtype)
+        other = DDP(new_model())
+        rec.perseus_records(world())
+        train(other, 5)
+        modes[dtype] = {"records": summarize(rec.perseus_records(world())),
+                        "policy": perseus_state(other).engine.policy.describe(), "params": flat_params(other).tolist()}
+    plain5 = new_model()  # the 5-step reference: every rank's gradients averaged by hand
+    opt = torch.optim.SGD(plain5.parameters(), lr=0.05, momentum=0.9)
+    for step in range(5):
+        x, y = batch(step)
+        opt.zero_grad()
+        F.cross_entropy(plain5(x), y).backward()
+        for p in plain5.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= SIZE
+        opt.step()
     return {"records": summarize(records), "numel": gradient_numel(model), "losses": losses,
             "plain": flat_params(plain).tolist(), "params": flat_params(model).tolist(),
-            "topology": list(world().topology.node_of), "policy": perseus_state(model).engine.policy.describe()}
+            "topology": list(world().topology.node_of), "policy": perseus_state(model).engine.policy.describe(),
+            "modes": modes, "plain5": flat_params(plain5).tolist()}
 
 
 def job_suite():
