@@ -88,14 +88,16 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     if variant == "torch_fp16_hook":
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
         ddp.register_comm_hook(None, fp16_compress_hook)
-    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
+    optimizer = torch.optim.SGD(ddp.parameters(), lr=0.05, momentum=0.9)
     rank = dist.get_rank()
+    teacher = torch.randn(1024, 1000, generator=torch.Generator().manual_seed(7))  # a learnable labelling
     times: List[float] = []
     cpu: List[float] = []
     loss_value = float("nan")
     for step in range(warmup + steps):
         g = torch.Generator().manual_seed(1000 * step + rank)
-        x, y = torch.randn(batch, 1024, generator=g), torch.randint(0, 1000, (batch,), generator=g)
+        x = torch.randn(batch, 1024, generator=g)
+        y = (x @ teacher).argmax(dim=1)
         start, start_cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
         loss = F.cross_entropy(ddp(x), y)
@@ -115,13 +117,17 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
 
 def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -> Dict[str, object]:
     env = dict(os.environ)
+    worker_variant = variant
+    if variant.startswith("perseus["):  # perseus with extra PERSEUS_* settings: perseus[A=1,B=2]
+        worker_variant = "perseus"
+        env.update(item.split("=", 1) for item in variant[len("perseus["):-1].split(","))
     env.update({"WORLD_SIZE": "2", "MASTER_ADDR": ADDRESSES[0], "MASTER_PORT": str(port),
                 "PERSEUS_MASTER_PORT": str(port + 1), "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1",
                 "PYTHONPATH": os.pathsep.join([str(p) for p in SOURCES] + [env.get("PYTHONPATH", "")])})
     procs = []
     for rank, ns in enumerate(link.namespaces):
         rank_env = dict(env, RANK=str(rank), LOCAL_RANK="0", LOCAL_WORLD_SIZE="1", GROUP_RANK=str(rank))
-        command = ["ip", "netns", "exec", ns, sys.executable, str(Path(__file__).resolve()), "--worker", variant,
+        command = ["ip", "netns", "exec", ns, sys.executable, str(Path(__file__).resolve()), "--worker", worker_variant,
                    "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch)]
         procs.append(subprocess.Popen(command, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
@@ -141,6 +147,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="runs of every variant, interleaved")
     parser.add_argument("--rate", default="1gbit", help="tbf rate of each side of the link")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per variant")
+    parser.add_argument("--also", action="append", default=[], metavar="VAR=VALUE[,VAR=VALUE]",
+                        help="also run perseus with these PERSEUS_* settings (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -149,11 +157,13 @@ def main() -> None:
         return
     if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("tc") is None:
         raise SystemExit("ddp_bench needs root and iproute2 (ip, tc) to build its two network namespaces")
+    variants = VARIANTS + tuple("perseus[{}]".format(extra) for extra in args.also)
     results: Dict[str, Dict[str, object]] = {}
     port = 29400
     with Link(args.rate) as link:
         for round_index in range(args.rounds):  # variants interleaved, so that drift of the machine hits all alike
-            order = VARIANTS[round_index % 3:] + VARIANTS[:round_index % 3]
+            shift = round_index % len(variants)
+            order = variants[shift:] + variants[:shift]
             for variant in order:
                 port += 10
                 found = run_variant(link, variant, args, port)
@@ -169,10 +179,10 @@ def main() -> None:
         "link": "veth between two namespaces, tbf rate {} each way".format(args.rate),
         "parameters": results["perseus"]["parameters"], "batch_per_rank": args.batch, "steps": args.steps,
         "rounds": args.rounds,
-        "median_step_s": {v: round(results[v]["median"], 4) for v in VARIANTS},
-        "median_cpu_s_per_step_rank0": {v: round(results[v]["cpu_median"], 4) for v in VARIANTS},
-        "loss_after_steps": {v: round(results[v]["loss"], 5) for v in VARIANTS},
-        "speedup_vs_plain": {v: round(plain / results[v]["median"], 3) for v in VARIANTS},
+        "median_step_s": {v: round(results[v]["median"], 4) for v in variants},
+        "median_cpu_s_per_step_rank0": {v: round(results[v]["cpu_median"], 4) for v in variants},
+        "loss_after_steps": {v: round(results[v]["loss"], 5) for v in variants},
+        "speedup_vs_plain": {v: round(plain / results[v]["median"], 3) for v in variants},
         "perseus_vs_torch_fp16_hook": round(hook / perseus, 3),
     }
     if args.json:
@@ -181,11 +191,12 @@ def main() -> None:
     print(summary["link"])
     print("model: MLP of {:,} parameters, batch {} per rank, 2 ranks; {} rounds x {} measured steps after {} warm-up"
           .format(summary["parameters"], args.batch, args.rounds, args.steps, args.warmup))
-    print("{:<18} {:>16} {:>10} {:>18} {:>20}".format("variant", "median step (s)", "vs plain", "loss after steps",
-                                                     "CPU s/step (rank 0)"))
-    for v in VARIANTS:
-        print("{:<18} {:>16.4f} {:>9.2f}x {:>18.5f} {:>20.4f}".format(
-            v, results[v]["median"], plain / results[v]["median"], results[v]["loss"], results[v]["cpu_median"]))
+    width = max(len(v) for v in variants) + 2
+    print("{:<{w}} {:>16} {:>10} {:>18} {:>20}".format("variant", "median step (s)", "vs plain", "loss after steps",
+                                                      "CPU s/step (rank 0)", w=width))
+    for v in variants:
+        print("{:<{w}} {:>16.4f} {:>9.2f}x {:>18.5f} {:>20.4f}".format(
+            v, results[v]["median"], plain / results[v]["median"], results[v]["loss"], results[v]["cpu_median"], w=width))
     print("perseus vs torch fp16_compress_hook: {:.2f}x".format(hook / perseus))
 
 

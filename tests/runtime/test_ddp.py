@@ -35,8 +35,14 @@ def test_perseus_ddp_matches_plain_ddp_within_fp16_tolerance_and_sends_fp16(npro
     assert "allreduce float32" not in first["default_group_during_perseus"]["default"]
 
 
-def test_dtype_2_sends_fp32_inside_nodes_and_fp16_between_nodes():
-    ranks = run("dtype2", 4, env={"PERSEUS_ALLREDUCE_DTYPE": "2"}, local_size=2)
+@pytest.fixture(scope="module")
+def two_nodes():
+    """4 ranks as 2 nodes x 2 (LOCAL_WORLD_SIZE=2, GROUP_RANK), PERSEUS_ALLREDUCE_DTYPE=2, then MODE=1 cases."""
+    return run("dtype2", 4, env={"PERSEUS_ALLREDUCE_DTYPE": "2"}, local_size=2)
+
+
+def test_dtype_2_sends_fp32_inside_nodes_and_fp16_between_nodes(two_nodes):
+    ranks = two_nodes
     steps, numel = len(ranks[0]["losses"]), ranks[0]["numel"]
     for r, rank in enumerate(ranks):
         assert rank["topology"] == [0, 0, 1, 1]  # from LOCAL_WORLD_SIZE=2 / GROUP_RANK
@@ -51,6 +57,23 @@ def test_dtype_2_sends_fp32_inside_nodes_and_fp16_between_nodes():
         assert rank["records"]["stream0/all"] == {}  # nothing crosses one-level
         assert rank["params"] == ranks[0]["params"]
         assert float((torch.tensor(rank["plain"]) - torch.tensor(rank["params"])).abs().max()) < 1e-3
+
+
+def test_mode_1_runs_two_levels_with_one_dtype(two_nodes):
+    ranks = two_nodes
+    steps, numel = 5, ranks[0]["numel"]
+    for r, rank in enumerate(ranks):
+        for dtype, (name, size) in (("0", ("float16", 2)), ("1", ("float32", 4))):
+            mode = rank["modes"][dtype]
+            assert mode["policy"] == "two levels: {0} inside nodes, {0} between nodes".format(
+                "fp16" if dtype == "0" else "fp32")
+            node = "stream0/node{}".format(r // 2)
+            assert mode["records"][node] == {"reduce " + name: [steps, steps * numel * size],
+                                             "broadcast " + name: [steps, steps * numel * size]}
+            if r % 2 == 0:
+                assert mode["records"]["stream0/leaders"] == {"allreduce " + name: [steps, steps * numel * size]}
+            difference = float((torch.tensor(rank["plain5"]) - torch.tensor(mode["params"])).abs().max())
+            assert difference < (1e-3 if dtype == "0" else 1e-5), (dtype, difference)
 
 
 @pytest.fixture(scope="module")

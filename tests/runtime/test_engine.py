@@ -41,3 +41,12 @@ def test_fusion_groups_follow_the_native_plan_per_dtype_in_gradient_order():
     assert [g.members[0] for g in groups] == sorted(g.members[0] for g in groups)  # launch order
     assert [g.stream for g in groups] == [i % 4 for i in range(len(groups))]
     assert all(g.offsets[0] == 0 for g in groups)
+
+
+def test_automatic_fusion_makes_groups_of_a_few_mib():
+    sizes = [3 << 20] * 8  # 24 MiB: the native automatic plan makes one group
+    assert len(_kernels.plan_buckets(sizes, None)) == 1
+    assert _engine.native_plan(sizes, None, 4) == _kernels.plan_buckets(sizes, 24 // 4)
+    assert len(_engine.native_plan(sizes, None, 4)) == 4  # two 3 MiB gradients reach the 4 MiB target
+    assert _engine.native_plan([1000, 2000], None, 4) == _kernels.plan_buckets([1000, 2000], None)  # small: one
+    assert _engine.native_plan(sizes, 2, 4) == _kernels.plan_buckets(sizes, 2)  # an explicit value is kept

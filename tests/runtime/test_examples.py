@@ -30,7 +30,7 @@ def test_ddp_benchmark_with_the_manuals_launch_command():
 
 
 def test_horovod_benchmark_under_torchrun():
-    out = run("torch.distributed.run", "pytorch_horovod_benchmark.py", ["--model", "mlp"])
+    out = run("torch.distributed.run", "pytorch_horovod_benchmark.py", ["--fp16-allreduce"])
     assert "processes: 2 (CPU), 1 node(s)" in out
     assert re.search(r"Total img/sec on 2 CPU\(s\): [\d.]+", out)
 

@@ -24,8 +24,3 @@ def test_synthetic_benchmark_runs_on_two_processes():
     assert len(re.findall(r"Iter #\d+: [\d.]+ img/sec per CPU", out)) == 2
     assert re.search(r"Total img/sec on 2 CPU\(s\): [\d.]+ \+-[\d.]+", out), out
     assert ranks[1].stdout == ""  # only rank 0 logs
-
-
-def test_synthetic_benchmark_with_fp16_allreduce():
-    ranks = launch(str(SCRIPT), 2, ARGS + ["--fp16-allreduce"], timeout=240)
-    assert re.search(r"Total img/sec on 2 CPU\(s\)", ranks[0].stdout)

@@ -144,9 +144,28 @@ def job_dtype2():
     rec.perseus_records(world())
     losses = train(model, STEPS)
     records = rec.perseus_records(world())
+    modes = {}
+    for dtype in ("0", "1"):  # PERSEUS_ALLREDUCE_MODE=1: two levels with one dtype on both
+        configure(PERSEUS_ALLREDUCE_MODE="1", PERSEUS_ALLREDUCE_DTYPE=dtype)
+        other = DDP(new_model())
+        rec.perseus_records(world())
+        train(other, 5)
+        modes[dtype] = {"records": summarize(rec.perseus_records(world())),
+                        "policy": perseus_state(other).engine.policy.describe(), "params": flat_params(other).tolist()}
+    plain5 = new_model()  # the 5-step reference: every rank's gradients averaged by hand
+    opt = torch.optim.SGD(plain5.parameters(), lr=0.05, momentum=0.9)
+    for step in range(5):
+        x, y = batch(step)
+        opt.zero_grad()
+        F.cross_entropy(plain5(x), y).backward()
+        for p in plain5.parameters():
+            dist.all_reduce(p.grad)
+            p.grad /= SIZE
+        opt.step()
     return {"records": summarize(records), "numel": gradient_numel(model), "losses": losses,
             "plain": flat_params(plain).tolist(), "params": flat_params(model).tolist(),
-            "topology": list(world().topology.node_of), "policy": perseus_state(model).engine.policy.describe()}
+            "topology": list(world().topology.node_of), "policy": perseus_state(model).engine.policy.describe(),
+            "modes": modes, "plain5": flat_params(plain5).tolist()}
 
 
 def job_suite():
@@ -166,7 +185,6 @@ def job_suite():
 
 def case_fusion():
     """The number of collectives per step equals the fusion plan's group count."""
-    from perseus.torch import _kernels
     model = DDP(new_model())
     state = perseus_state(model)
     rec.perseus_records(world())
@@ -175,7 +193,8 @@ def case_fusion():
     records = rec.perseus_records(world())
     per_stream = {label: len([r for r in entries if r[0] == "allreduce"]) for label, entries in records.items()
                   if label.endswith("/all")}
-    expected = _kernels.plan_buckets([e.nbytes for e in state.engine.entries], state.cfg.fusion)
+    from perseus.torch import _engine
+    expected = _engine.native_plan([e.nbytes for e in state.engine.entries], state.cfg.fusion, len(world().streams))
     return {"groups": [g.members for g in state.engine.groups], "plan": expected, "steps": steps,
             "allreduces_per_stream": per_stream, "streams": len(world().streams),
             "fp16_only": all(r[1] == "float16" for e in records.values() for r in e if r[0] == "allreduce")}

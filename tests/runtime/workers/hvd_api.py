@@ -2,7 +2,6 @@
 
 import os
 import traceback
-import warnings
 
 import torch
 

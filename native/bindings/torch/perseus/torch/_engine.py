@@ -22,7 +22,7 @@ Per group and step:
 import queue
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
@@ -113,6 +113,22 @@ class FusionGroup:
         return current
 
 
+AUTO_GROUP_BYTES = 4 << 20
+
+
+def native_plan(sizes: Sequence[int], fusion: Optional[int], streams: int) -> List[List[int]]:
+    """The native plan of PERSEUS_ALLREDUCE_FUSION. Unset (automatic): the granularity that gives groups of
+    about AUTO_GROUP_BYTES, or the native automatic one if that is finer. Groups of a few MiB let the first
+    group leave while backward still runs and let the streams overlap one group's transfer with another's
+    compression; fewer, larger groups (the native automatic choice, 32 MiB) wait for more of backward."""
+    plan = _kernels.plan_buckets(sizes, fusion)
+    if fusion is None and plan:
+        wanted = min(128, max(1, -(-sum(sizes) // AUTO_GROUP_BYTES)))
+        if wanted > len(plan):
+            plan = _kernels.plan_buckets(sizes, wanted)
+    return plan
+
+
 def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -> List[FusionGroup]:
     """Fusion groups of `entries` (in their order): the native plan, separately for each dtype and device."""
     classes: Dict[Any, List[int]] = {}
@@ -120,7 +136,7 @@ def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -
         classes.setdefault((e.dtype, str(e.device)), []).append(i)
     raw: List[List[int]] = []
     for indices in classes.values():
-        plan = _kernels.plan_buckets([entries[i].nbytes for i in indices], fusion)
+        plan = native_plan([entries[i].nbytes for i in indices], fusion, streams)
         raw.extend([[indices[j] for j in bucket] for bucket in plan])
     raw.sort(key=lambda members: members[0])  # launch order: the order gradients become ready
     groups = []

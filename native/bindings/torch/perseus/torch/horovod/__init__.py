@@ -60,3 +60,14 @@ from perseus.torch.horovod.functions import (  # noqa: F401
 )
 from perseus.torch.horovod.optimizer import DistributedOptimizer  # noqa: F401
 from perseus.torch.horovod.sync_batch_norm import SyncBatchNorm  # noqa: F401
+
+__all__ = [
+    "Adasum", "Average", "Compression", "Compressor", "DistributedOptimizer", "HorovodCollectiveError",
+    "HorovodNotInitialized", "Max", "Min", "Product", "Sum", "SyncBatchNorm", "allgather", "allgather_async",
+    "allgather_object", "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "barrier", "broadcast",
+    "broadcast_", "broadcast_async", "broadcast_async_", "broadcast_object", "broadcast_optimizer_state",
+    "broadcast_parameters", "ccl_built", "cross_rank", "cross_size", "cuda_built", "ddl_built", "gloo_built",
+    "gloo_enabled", "init", "is_homogeneous", "is_initialized", "join", "local_rank", "local_size", "mpi_built",
+    "mpi_enabled", "mpi_threads_supported", "nccl_built", "poll", "rank", "rocm_built", "shutdown", "size",
+    "synchronize",
+]
