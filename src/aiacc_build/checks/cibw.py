@@ -3,14 +3,16 @@
 Each version lives in `.cache/cibuildwheel/<version>/` (gitignored), made with this interpreter
 (cibuildwheel 2.16.5 runs on 3.8-3.12, 4.x on 3.11+; the tool's own Python is 3.11). When one of its
 dependency pins cannot be met from the reachable index (4.3.5 pins a certifi newer than the index
-holds), cibuildwheel is installed without dependencies and each dependency separately; a pin that
-still cannot be met is installed unpinned and said so in `notes`: listing identifiers never uses it.
+holds), cibuildwheel is installed without dependencies and its dependencies in one more pip call,
+the unmet pin relaxed to the newest release the index has; `notes` says so (listing identifiers
+never uses certifi, which only verifies downloads).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -21,6 +23,7 @@ from email.parser import Parser
 from pathlib import Path
 
 from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 from ..errors import ConfigurationError
 from ..paths import REPO_ROOT
@@ -47,8 +50,12 @@ def _pip(python: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check", *args], capture_output=True, text=True)
 
 
-def _install_dependency_by_dependency(python: Path, version: str, work: Path) -> list[str]:
-    notes: list[str] = []
+_UNSATISFIED = re.compile(r"satisfies the requirement ([A-Za-z0-9_.\-\[\]]+)")
+
+
+def _install_relaxing_unavailable(python: Path, version: str, work: Path, first_error: str) -> list[str]:
+    """cibuildwheel without dependencies, then its dependencies in one pip call, each pin that the
+    reachable index cannot meet (named by pip's error) relaxed to the newest release it has."""
     download = subprocess.run(
         [str(python), "-m", "pip", "download", "-q", "--no-deps", "-d", str(work), f"cibuildwheel=={version}"],
         capture_output=True,
@@ -60,21 +67,29 @@ def _install_dependency_by_dependency(python: Path, version: str, work: Path) ->
     with zipfile.ZipFile(wheels[0]) as wheel:
         (metadata_name,) = [n for n in wheel.namelist() if n.endswith(".dist-info/METADATA")]
         metadata = Parser().parsestr(wheel.read(metadata_name).decode("utf-8"))
-    result = _pip(python, "--no-deps", str(wheels[0]))
-    if result.returncode != 0:
-        raise ConfigurationError(f"cannot install cibuildwheel {version}: {result.stderr.strip()[-400:]}")
-    for line in metadata.get_all("Requires-Dist") or []:
-        requirement = Requirement(line)
-        if requirement.marker is not None and not requirement.marker.evaluate({"extra": ""}):
-            continue  # an extra's dependency
-        text = str(requirement).split(";", 1)[0].strip()
-        if _pip(python, text).returncode == 0:
-            continue
-        fallback = _pip(python, requirement.name)
-        if fallback.returncode != 0:
-            raise ConfigurationError(f"cibuildwheel {version} needs {text}, which cannot be installed: {fallback.stderr.strip()[-400:]}")
-        notes.append(f"cibuildwheel {version}: {text} is not on the reachable package index; installed the newest {requirement.name} instead")
-    return notes
+    requirements = [
+        Requirement(line)
+        for line in metadata.get_all("Requires-Dist") or []
+        if Requirement(line).marker is None or Requirement(line).marker.evaluate({"extra": ""})
+    ]
+    installed = _pip(python, "--no-deps", str(wheels[0]))
+    if installed.returncode != 0:
+        raise ConfigurationError(f"cannot install cibuildwheel {version}: {installed.stderr.strip()[-400:]}")
+    relaxed: set[str] = set()
+    error = first_error
+    for _ in range(len(requirements) + 1):
+        relaxed |= {canonicalize_name(m) for m in _UNSATISFIED.findall(error)}
+        if not relaxed:
+            break
+        args = [r.name if canonicalize_name(r.name) in relaxed else str(r).split(";", 1)[0].strip() for r in requirements]
+        result = _pip(python, *args)
+        if result.returncode == 0:
+            pins = [str(r).split(";", 1)[0].strip() for r in requirements if canonicalize_name(r.name) in relaxed]
+            return [f"cibuildwheel {version}: {p} is not on the reachable package index; installed the newest {Requirement(p).name} instead" for p in pins]
+        error = result.stderr
+        if not set(canonicalize_name(m) for m in _UNSATISFIED.findall(error)) - relaxed:
+            break
+    raise ConfigurationError(f"cannot install cibuildwheel {version} and its dependencies: {error.strip()[-600:]}")
 
 
 def ensure_cibuildwheel(version: str, cache_dir: Path = CACHE_DIR) -> CibuildwheelEnv:
@@ -95,7 +110,7 @@ def ensure_cibuildwheel(version: str, cache_dir: Path = CACHE_DIR) -> Cibuildwhe
         notes: list[str] = []
         result = _pip(python, f"cibuildwheel=={version}")
         if result.returncode != 0:
-            notes = _install_dependency_by_dependency(python, version, building)
+            notes = _install_relaxing_unavailable(python, version, building, result.stderr)
         check = subprocess.run([str(python), "-c", "import cibuildwheel; print(cibuildwheel.__version__)"], capture_output=True, text=True)
         if check.returncode != 0 or check.stdout.strip() != version:
             raise ConfigurationError(f"cibuildwheel {version} installed into {venv} does not run: {check.stdout}{check.stderr}")
