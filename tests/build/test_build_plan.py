@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from packaging.version import Version
-from wheels_testkit import LOCAL_CELL, LOCAL_TORCH_FILE, RELEASE, torch_cell
+from wheels_testkit import LOCAL_CELL, LOCAL_TORCH_FILE, RELEASE, torch_cell, torch_wheel
 
 from aiacc_build.build.frameworks import RegistryClient, find_local, pinned, wheel_fits
 from aiacc_build.build.plan import CellStatus, plan_cell, plan_cells
@@ -166,7 +166,7 @@ def test_local_index_is_on_disk_but_not_the_default(native, offline, tmp_path):
     files.mkdir()
     simple.mkdir(parents=True)
     name = "torch-2.14.1-cp311-cp311-manylinux_2_28_x86_64.whl"
-    (files / name).write_bytes(b"\0" * 1234)
+    torch_wheel(files / name, cuda="13.0")
     (simple / "index.html").write_text(f'<a href="../../files/{name}#sha256={"ab" * 32}">{name}</a>')
     cell = torch_cell("2.14.1", "13.0", "3.11", variant=None)
     if find_interpreter("3.11") is None or find_cuda_compiler("13.0") is None:

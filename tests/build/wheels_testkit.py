@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import zipfile
+from pathlib import Path
 
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules
 
@@ -35,6 +37,7 @@ def torch_cell(
     requirement: str | None = None,
     variant: str | None = "cpu",
     release: ReleaseInfo = RELEASE,
+    cxx11_abi: bool = True,
 ) -> Cell:
     if requirement is None:
         requirement = f"torch=={version}+{variant}" if variant else f"torch=={version}"
@@ -51,7 +54,7 @@ def torch_cell(
             requirement=requirement,
             index_url=None,
             cuda_variant=variant,
-            cxx11_abi=True,
+            cxx11_abi=cxx11_abi,
         ),
     )
 
@@ -63,3 +66,17 @@ def with_release(cell: Cell, version: str) -> Cell:
     """The same cell in another release (the bench builds one framework build for several releases)."""
     release = dataclasses.replace(cell.release, version=version)
     return dataclasses.replace(cell, release=release, release_version=version)
+
+
+def torch_wheel(path: Path, cuda: str | None, abi_flag: str | None = None) -> Path:
+    """A small wheel file holding what torch's wheels say about their build, in their own formats:
+    torch/version.py (`cuda: Optional[str] = '13.0'`, 2.x style) and TorchConfig.cmake, whose
+    `-D_GLIBCXX_USE_CXX11_ABI=<abi_flag>` line old (pre-cxx11) builds carry and new ones do not."""
+    cuda_line = f"cuda: Optional[str] = {cuda!r}" if cuda else "cuda: Optional[str] = None"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("torch/version.py", f"from typing import Optional\n__version__ = '0'\n{cuda_line}\n")
+        config = "set(TORCH_FOUND TRUE)\n"
+        if abi_flag is not None:
+            config += f'  set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={abi_flag}")\n'
+        zf.writestr("torch/share/cmake/Torch/TorchConfig.cmake", config)
+    return path

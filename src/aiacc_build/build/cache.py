@@ -41,10 +41,16 @@ class CacheEntry:
 class BuildCache:
     root: Path = DEFAULT_CACHE_DIR
     enabled: bool = True
+    # uv's download/unpack cache; another cache's lets a fresh build cache skip framework downloads
+    uv_dir: Path | None = None
     _scratch: Path | None = field(default=None, init=False, repr=False)
 
     def key(self, kind: str, inputs: dict[str, Any]) -> str:
         return inputs_key(kind, inputs)
+
+    @property
+    def uv_cache(self) -> Path:
+        return self.uv_dir or self.root / "uv"
 
     def entry_dir(self, kind: str, key: str) -> Path:
         if not self.enabled:

@@ -54,6 +54,9 @@ def _report_json(report: BuildReport) -> dict[str, object]:
                 "tested": r.smoke.description if r.smoke else None,
                 "test_output": r.smoke.output if r.smoke else None,
                 "note": r.note,
+                "framework_cuda": r.facts.cuda if r.facts else None,
+                "framework_cxx11_abi": r.facts.cxx11_abi if r.facts else None,
+                "toolchain": r.toolchain,
                 "seconds": round(r.seconds, 2),
                 "steps": {name: round(t, 2) for name, t in r.steps.items()},
             }

@@ -35,6 +35,8 @@ def plan_json(plan: BuildPlan) -> dict[str, Any]:
                 "framework_requirement": p.cell.build.requirement,
                 "framework_file": p.framework.filename if p.framework else None,
                 "download_size": p.download_size,
+                "framework_cuda": p.facts.cuda if p.facts else None,
+                "framework_cxx11_abi": p.facts.cxx11_abi if p.facts else None,
             }
             for p in plan.cells
         ],

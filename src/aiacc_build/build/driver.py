@@ -24,6 +24,7 @@ from .cache import BuildCache
 from .common import CommonWheel, build_common
 from .core import CoreBuild, build_core, core_key_inputs
 from .envs import ensure_build_env
+from .framework_facts import FrameworkFacts, facts_of_installed, facts_problem
 from .hashing import file_sha256, tree_digest
 from .plan import BuildPlan, CellPlan, binding_dir
 from .record import BuildRecord, CellRecord, CommonRecord, load_record, mirror_root, save_record
@@ -60,6 +61,11 @@ class CellResult:
     seconds: float
     steps: dict[str, float]  # seconds per step run in this build: core, build env, binding, repair, test
     toolchain: str
+    facts: FrameworkFacts | None  # what the framework build was compiled with (CUDA, C++ ABI)
+
+
+class FrameworkMismatchError(RuntimeError):
+    pass
 
 
 class _StepClock:
@@ -197,6 +203,12 @@ class Builder:
             used_core.append(core)
             with clock("build env"):
                 env, _ = ensure_build_env(plan.interpreter, plan.framework, spec.build_requires, self.cache)  # type: ignore[arg-type]
+            facts = facts_of_installed(cell.framework, env.site_packages)
+            if facts is not None:
+                problem = facts_problem(cell, facts, plan.framework.filename)  # type: ignore[union-attr]
+                if problem:  # the planner could not inspect the file (offline): never build against it
+                    raise FrameworkMismatchError(problem)
+                meta["framework_facts"] = {"cuda": facts.cuda, "cxx11_abi": facts.cxx11_abi}
             self.progress(f"binding {cell.framework.value} for {cell.key}")
             with clock("binding"):
                 raw = build_binding(
@@ -220,6 +232,8 @@ class Builder:
 
         entry = self.cache.ensure("wheel", inputs, make)
         wheel = entry.path / wheel_filename(cell)
+        recorded = entry.meta.get("framework_facts")
+        facts = FrameworkFacts(**recorded) if recorded else plan.facts
         sha = str(entry.meta["sha256"])
         smoke = None
         if self.options.test:
@@ -243,6 +257,7 @@ class Builder:
             seconds=time.perf_counter() - started,
             steps=steps,
             toolchain=toolchain.label,
+            facts=facts,
         )
 
     @staticmethod

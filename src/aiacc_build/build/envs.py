@@ -53,7 +53,7 @@ def uv_env(cache: BuildCache) -> dict[str, str]:
     # Fixed archive timestamps: the same inputs give byte-identical wheels.
     env.setdefault("SOURCE_DATE_EPOCH", SOURCE_DATE_EPOCH)
     if cache.enabled:
-        env["UV_CACHE_DIR"] = str(cache.root / "uv")
+        env["UV_CACHE_DIR"] = str(cache.uv_cache)
     else:
         env["UV_NO_CACHE"] = "1"
     return env

@@ -2,7 +2,8 @@
 
 A cell is buildable here when its binding exists in native/bindings/, the machine has its architecture,
 an interpreter for its build Python, the real nvcc of exactly its CUDA (or it is a CPU cell), and the
-exact framework build (version + CUDA variant + C++ ABI) exists for that Python. Of those, the default
+exact framework build (version + CUDA variant + C++ ABI) exists for that Python: its local label and,
+read from the file itself, the CUDA it was compiled with and its C++ ABI must be the cell's. Of those, the default
 selection builds the cells whose framework already lies on this disk (fast: what CI runs); a selection
 (`--cells`) widens it. Every other cell is deferred to CI, with the reason and the framework's download
 size where the registry tells it.
@@ -19,6 +20,7 @@ from packaging.version import Version
 from ..model import Cell, Framework
 from ..naming import builder_image_tag
 from ..paths import NATIVE_DIR
+from .framework_facts import FrameworkFacts, facts_problem, read_facts
 from .frameworks import FrameworkArtifact, RegistryClient, pinned, resolve_framework
 from .toolchain import CudaCompiler, Interpreter, find_cuda_compiler, find_interpreter, machine_arch
 
@@ -38,6 +40,7 @@ class CellPlan:
     interpreter: Interpreter | None = None
     cuda_compiler: CudaCompiler | None = None
     framework: FrameworkArtifact | None = None
+    facts: FrameworkFacts | None = None  # read from the framework file (None: not read, or no reader)
 
     @property
     def download_size(self) -> int | None:
@@ -130,6 +133,16 @@ def plan_cell(
 
     # The default build takes only pip's find-links (/opt/wheels): quick, and what CI runs.
     wanted = artifact.source == "local" if selected is None else selected
+    if wanted or artifact.is_local:  # a registry file is inspected only when it is about to be built
+        facts = read_facts(cell.framework, artifact, client.cache_dir, client.offline)
+        if isinstance(facts, FrameworkFacts):
+            found["facts"] = facts
+            problem = facts_problem(cell, facts, artifact.filename)
+            if problem:
+                return deferred(problem, framework=artifact, **found)
+        elif isinstance(facts, str) and artifact.is_local:
+            return deferred(f"framework file on this disk is unreadable: {facts}", framework=artifact, **found)
+        # a registry file not inspected (offline): the build checks the facts in its installed build env
     if wanted:
         where = "on local disk" if artifact.is_local else f"download {human_size(artifact.size)}"
         return CellPlan(
