@@ -11,14 +11,23 @@ so every time is a real build; only uv's download cache is shared with the repos
 (`.cache/aiacc-build/uv`), so frameworks are downloaded once (~500 MiB per torch file, ~3 GiB of CUDA
 13 libraries per torch release). The first CUDA cell carries the CUDA core's compile.
 
+Probes (not cells, never published): the planner rightly refuses the pre-cxx11 torch 1.8.0 cells
+(CUDA 10.2, no nvcc 10.2 here), so the same building blocks compile the binding CPU-only against
+that torch's headers and libraries for CPython 3.7 and 3.6 (the latter through a newer interpreter's
+scikit-build-core) and run the post-build test. They check what the builder image cannot be asked here:
+the binding source against an old torch API, the pre-cxx11 ABI, scikit-build-core on 3.7, cp36.
+`--native DIR` builds everything from another native/ tree (e.g. a patched copy).
+
 Needs ~15 GiB free in uv's cache on a first run. Prints the cell table (Markdown) and exits non-zero
-when a cell the planner accepted failed, or when a chosen cell was planned otherwise than expected.
+when a cell the planner accepted or a probe failed, or a chosen cell was planned otherwise than expected.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import re
 import os
 import shutil
 import sys
@@ -26,12 +35,21 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiacc_build.build.binding import build_binding, ensure_binding_envs, read_binding_spec
 from aiacc_build.build.cache import DEFAULT_CACHE_DIR, BuildCache
-from aiacc_build.build.driver import Builder, BuildOptions, CellResult
-from aiacc_build.build.frameworks import RegistryClient
+from aiacc_build.build.common import build_common
+from aiacc_build.build.core import build_core
+from aiacc_build.build.driver import BUILD_TYPE, Builder, BuildOptions, CellResult
+from aiacc_build.build.framework_facts import FrameworkFacts, read_facts
+from aiacc_build.build.frameworks import RegistryClient, resolve_framework
+from aiacc_build.build.hashing import file_sha256, tree_digest
 from aiacc_build.build.plan import CellPlan, human_size, plan_cells
+from aiacc_build.build.repair import repair_and_retag
+from aiacc_build.build.smoke import smoke_test
+from aiacc_build.build.toolchain import detect_toolchain, find_interpreter
 from aiacc_build.matrix import load_release
-from aiacc_build.paths import REPO_ROOT
+from aiacc_build.naming import wheel_filename
+from aiacc_build.paths import NATIVE_DIR, REPO_ROOT
 
 # (release, cell key without the release, expected planner status). Together the built ones cover three
 # torch releases x four Pythons, a CPU and a CUDA 13.0 toolkit; the 1.5.0 ones are the pre-cxx11-ABI
@@ -44,6 +62,10 @@ CELLS: tuple[tuple[str, str, str], ...] = (
     ("2.0.0", "torch-2.14.1/cuda13.0/py3.13/x86_64", "build"),
     ("1.5.0", "torch-1.8.0/cuda10.2/py3.7/x86_64", "deferred"),
     ("1.5.0", "torch-1.8.0/cuda10.2/py3.6/x86_64", "deferred"),
+)
+PROBES: tuple[tuple[str, str], ...] = (
+    ("1.5.0", "torch-1.8.0/cuda10.2/py3.7/x86_64"),
+    ("1.5.0", "torch-1.8.0/cuda10.2/py3.6/x86_64"),
 )
 
 
@@ -76,16 +98,102 @@ class Row:
         return [self.key, framework, abi, toolkit, "-", "-", status]
 
 
+@dataclass(frozen=True)
+class ProbeRow:
+    key: str
+    framework_file: str
+    facts: FrameworkFacts | None
+    backend_python: str | None
+    size: int | None
+    seconds: float
+    steps: dict[str, float]
+    test: str | None
+    error: str | None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.test is not None
+
+    def cells(self) -> list[str]:
+        abi = self.facts.abi_label if self.facts else "?"
+        made = f"CPU compile only (file: {self.facts.toolkit_label if self.facts else '?'})"
+        if self.backend_python:
+            made += f", backend on Python {self.backend_python}"
+        steps = ", ".join(f"{name} {t:.0f}" for name, t in self.steps.items() if t >= 0.5)
+        result = self.test if self.ok else f"failed: {self.error}"
+        size = human_size(self.size) if self.size else "-"
+        return [f"probe {self.key} (not a cell)", self.framework_file, abi, made, size, f"{self.seconds:.0f} s ({steps})", result or ""]
+
+
+def first_error(text: str) -> str:
+    """The compiler's or tool's first error line of a failure, else its last line."""
+    for line in text.splitlines():
+        if re.search(r"(fatal )?error:|Error:", line) and "Failed to build" not in line:
+            return re.sub(r"^\S*/native/", "native/", line.strip())[:300]
+    return text.strip().splitlines()[-1][:300] if text.strip() else "no output"
+
+
+def probe(release_version: str, key: str, cache: BuildCache, native: Path, work: Path, jobs: int) -> ProbeRow:
+    """Build the binding of a cell CPU-only against its exact framework file and test it; never published."""
+    release = load_release(release_version)
+    (cell,) = [c for c in release.cells if c.key == f"{release_version}/{key}"]
+    assert cell.python is not None
+    interpreter = find_interpreter(cell.python)
+    client = RegistryClient(DEFAULT_CACHE_DIR / "registry")
+    artifact = resolve_framework(cell, cell.python, client).artifact if interpreter else None
+    if interpreter is None or artifact is None:
+        return ProbeRow(cell.key, cell.build.requirement, None, None, None, 0.0, {}, None, "no interpreter or file")
+    facts = read_facts(cell.framework, artifact, client.cache_dir, client.offline)
+    facts = facts if isinstance(facts, FrameworkFacts) else None
+    cpu = dataclasses.replace(cell, cuda=None)  # the probe's wheel: CPU kernels only, named as a CPU wheel
+    steps: dict[str, float] = {}
+    started = time.perf_counter()
+    backend = None
+
+    def step(name: str, fn):  # type: ignore[no-untyped-def]
+        t = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            steps[name] = time.perf_counter() - t
+
+    try:
+        toolchain = detect_toolchain(None)
+        core = step("core", lambda: build_core(native, toolchain, BUILD_TYPE, release_version, cache, jobs, tree_digest))
+        spec = read_binding_spec(native / "bindings" / cell.framework.value)
+        envs = step("build env", lambda: ensure_binding_envs(interpreter, artifact, spec, cache))
+        backend = envs.backend_python if envs.backend else None
+        out = work / "probes" / cell.key.replace("/", "_")
+        shutil.rmtree(out, ignore_errors=True)
+        raw = step("binding", lambda: build_binding(cpu, spec, envs, core, toolchain, BUILD_TYPE, cache, out / "raw", jobs))
+        repaired = step(
+            "repair",
+            lambda: repair_and_retag(raw, out / "repaired", wheel_filename(cpu), spec.library_path(envs.framework)),
+        )
+        common = build_common(release.info, cache, native / "runtime")
+        sha = file_sha256(repaired.wheel)
+        smoke = step("test", lambda: smoke_test(cpu, repaired.wheel, sha, common, interpreter, artifact, cache))
+    except Exception as exc:  # a probe reports its failure in the table
+        return ProbeRow(
+            cell.key, artifact.filename, facts, backend, None, time.perf_counter() - started, steps, None,
+            first_error(str(exc)),
+        )  # fmt: skip
+    return ProbeRow(
+        cell.key, artifact.filename, facts, backend, repaired.wheel.stat().st_size, time.perf_counter() - started,
+        steps, smoke.output.splitlines()[-1] if smoke.output else "", None,
+    )  # fmt: skip
+
+
 HEADER = ["cell", "framework file", "C++ ABI", "toolkit", "wheel", "build time (steps, s)", "test"]
 
 
-def markdown(rows: list[Row]) -> str:
+def markdown(rows: list[Row] | list[Row | ProbeRow]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in row.cells()) + " |" for row in rows]
     return "\n".join(lines)
 
 
-def run(work: Path, jobs: int, uv_cache: Path) -> list[Row]:
+def run(work: Path, jobs: int, uv_cache: Path, native: Path, probes: bool) -> list[Row | ProbeRow]:
     shutil.rmtree(work / "cache", ignore_errors=True)
     shutil.rmtree(work / "dist", ignore_errors=True)
     cache = BuildCache(work / "cache", uv_dir=uv_cache)
@@ -93,23 +201,27 @@ def run(work: Path, jobs: int, uv_cache: Path) -> list[Row]:
     builder = Builder(
         cache,
         work / "dist",
+        native_dir=native,
         options=BuildOptions(jobs=jobs),
         progress=lambda m: print(f"  {time.strftime('%H:%M:%S')} {m}", file=sys.stderr, flush=True),
     )
-    rows: list[Row] = []
+    rows: list[Row | ProbeRow] = []
     for version in dict.fromkeys(release for release, _, _ in CELLS):
         release = load_release(version)
         wanted = {f"{version}/{key}": expected for rel, key, expected in CELLS if rel == version}
         missing = set(wanted) - {c.key for c in release.cells}
         if missing:
             raise SystemExit(f"release {version} has no cells {sorted(missing)}: update CELLS")
-        plan = plan_cells(version, release.cells, client, selected_keys=set(wanted))
+        plan = plan_cells(version, release.cells, client, selected_keys=set(wanted), native_dir=native)
         chosen = [p for p in plan.cells if p.cell.key in wanted]
         report = builder.build(release.info, plan) if plan.to_build else None
         results = {r.plan.cell.key: r for r in report.results} if report else {}
         failures = {f.plan.cell.key: f.error for f in report.failures} if report else {}
         for p in chosen:
             rows.append(Row(p.cell.key, p, wanted[p.cell.key], results.get(p.cell.key), failures.get(p.cell.key)))
+    for version, key in PROBES if probes else ():
+        print(f"  {time.strftime('%H:%M:%S')} probe {version}/{key}", file=sys.stderr, flush=True)
+        rows.append(probe(version, key, cache, native, work, jobs))
     return rows
 
 
@@ -118,14 +230,16 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=2, help="compile jobs (default 2)")
     parser.add_argument("--work", type=Path, default=REPO_ROOT / "build" / "optin", help="work directory")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--native", type=Path, default=NATIVE_DIR, help="the native/ tree to build (default: this one)")
+    parser.add_argument("--no-probes", action="store_true", help="only the cells, no probes")
     args = parser.parse_args()
     if os.environ.get("AIACC_OPTIN") != "1":
         print("opt-in: set AIACC_OPTIN=1 (downloads GBs of frameworks, ~15 min on 2 cores)", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    rows = run(args.work, args.jobs, DEFAULT_CACHE_DIR / "uv")
+    rows = run(args.work, args.jobs, DEFAULT_CACHE_DIR / "uv", args.native.resolve(), not args.no_probes)
     print(markdown(rows))
-    built = [r for r in rows if r.result is not None]
+    built = [r for r in rows if isinstance(r, Row) and r.result is not None]
     print(
         f"\n{len(built)} built and tested, {len(rows) - len(built)} not built; torch "
         f"{', '.join(sorted({r.plan.cell.framework_version for r in built}))}; Python "
@@ -137,7 +251,7 @@ def main() -> int:
         args.json.write_text(
             json.dumps(
                 [
-                    dict(zip(HEADER, r.cells()), ok=r.ok, expected=r.expected, steps=r.result.steps if r.result else None)
+                    dict(zip(HEADER, r.cells()), ok=r.ok, steps=r.steps if isinstance(r, ProbeRow) else (r.result.steps if r.result else None))
                     for r in rows
                 ],
                 indent=2,

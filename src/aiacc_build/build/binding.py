@@ -3,6 +3,13 @@ isolated build environment against the exact framework build and the prebuilt co
 
 The CMake build tree persists in a cache workspace keyed by everything but the binding's own sources,
 so a change to one binding source recompiles only what ninja finds out of date.
+
+A cell whose Python is older than scikit-build-core supports (cp36) is built by a newer interpreter
+(the backend env: build requirements only) for the framework installed in the cell's own env: the
+binding's build support reads the framework from PERSEUS_TORCH_DIR and the Python tag from
+PERSEUS_PYTHON_TAG instead of importing anything, and repair re-tags the wheel for the cell's Python.
+The ops library is a torch extension that never links libpython, so the interpreter that ran CMake
+leaves no trace in it.
 """
 
 from __future__ import annotations
@@ -13,10 +20,12 @@ from pathlib import Path
 import tomllib
 
 from ..model import Cell
+from ..naming import cpython_tags
 from .cache import BuildCache
 from .core import CoreBuild
-from .envs import Venv, run_uv
-from .toolchain import Toolchain
+from .envs import Venv, ensure_build_env, run_uv
+from .frameworks import FrameworkArtifact
+from .toolchain import Interpreter, Toolchain, backend_interpreter
 
 
 class BindingBuildError(RuntimeError):
@@ -29,9 +38,32 @@ class BindingSpec:
     name: str
     build_requires: tuple[str, ...]
 
+    def framework_dir(self, env: Venv) -> Path:
+        return env.site_packages / "torch"
+
     def library_path(self, env: Venv) -> list[Path]:
         """Where the framework's shared libraries lie in an env (auditwheel must see them to judge the rest)."""
-        return [p for p in (env.site_packages / "torch" / "lib",) if p.is_dir()]
+        return [p for p in (self.framework_dir(env) / "lib",) if p.is_dir()]
+
+
+@dataclass(frozen=True)
+class BindingEnvs:
+    framework: Venv  # the cell's Python with exactly its framework build (headers, libraries)
+    backend: Venv | None  # None: the build backend runs in `framework` itself
+    backend_python: str  # the interpreter version running the backend
+
+
+def ensure_binding_envs(
+    interpreter: Interpreter, artifact: FrameworkArtifact, spec: BindingSpec, cache: BuildCache
+) -> BindingEnvs:
+    """The cached env(s) a binding of this cell is built in (one, or two for a Python the backend lacks)."""
+    backend = backend_interpreter(interpreter)
+    if backend == interpreter:
+        env, _ = ensure_build_env(interpreter, artifact, spec.build_requires, cache)
+        return BindingEnvs(framework=env, backend=None, backend_python=interpreter.version)
+    env, _ = ensure_build_env(interpreter, artifact, (), cache)
+    tools, _ = ensure_build_env(backend, None, spec.build_requires, cache)
+    return BindingEnvs(framework=env, backend=tools, backend_python=backend.version)
 
 
 def read_binding_spec(source: Path) -> BindingSpec:
@@ -61,15 +93,20 @@ def config_settings(core: CoreBuild, build_dir: Path, build_type: str, toolchain
     return settings
 
 
-def build_environment(cell: Cell, jobs: int) -> dict[str, str]:
-    """The binding's metadata provider reads the release from PERSEUS_RELEASE (version `<release>+<torch>`)."""
-    return {"PERSEUS_RELEASE": cell.release_version, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
+def build_environment(cell: Cell, jobs: int, spec: BindingSpec | None = None, envs: BindingEnvs | None = None) -> dict[str, str]:
+    """The binding's metadata provider reads the release from PERSEUS_RELEASE (version `<release>+<torch>`);
+    a backend in another env is told where the framework is and which Python the wheel is for."""
+    env = {"PERSEUS_RELEASE": cell.release_version, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
+    if envs is not None and envs.backend is not None and spec is not None and cell.python is not None:
+        env["PERSEUS_TORCH_DIR"] = str(spec.framework_dir(envs.framework))
+        env["PERSEUS_PYTHON_TAG"] = cpython_tags(cell.python)[0]
+    return env
 
 
 def build_binding(
     cell: Cell,
     spec: BindingSpec,
-    env: Venv,
+    envs: BindingEnvs,
     core: CoreBuild,
     toolchain: Toolchain,
     build_type: str,
@@ -78,21 +115,23 @@ def build_binding(
     jobs: int,
 ) -> Path:
     """Build the binding wheel of `cell` into out_dir; returns the (unrepaired) wheel."""
+    backend = envs.backend or envs.framework
     workspace_inputs = {
         "source": str(spec.source.resolve()),  # CMake trees remember their source directory
-        "python": str(env.python),
+        "python": str(envs.framework.python),
+        **({"backend_python": str(backend.python)} if envs.backend else {}),
         "core": core.key,
         "toolchain": toolchain.identity,
         "build_type": build_type,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     with cache.workspace("binding-build", cache.key("binding-build", workspace_inputs)) as build_dir:
-        args = ["build", "--wheel", "--no-build-isolation", "--python", str(env.python), "--out-dir", str(out_dir)]
+        args = ["build", "--wheel", "--no-build-isolation", "--python", str(backend.python), "--out-dir", str(out_dir)]
         for setting in config_settings(core, build_dir, build_type, toolchain):
             args += ["-C", setting]
         log = build_dir / "last-build.log"
         log.write_text("")
-        run_uv([*args, str(spec.source)], cache, log=log, extra_env=build_environment(cell, jobs))
+        run_uv([*args, str(spec.source)], cache, log=log, extra_env=build_environment(cell, jobs, spec, envs))
     wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:
         raise BindingBuildError(f"building {spec.source} left {len(wheels)} wheels in {out_dir}")

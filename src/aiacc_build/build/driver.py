@@ -19,18 +19,17 @@ from .. import __version__
 from ..model import Cell, ReleaseInfo
 from ..naming import COMMON_DISTRIBUTION, common_wheel_filename, wheel_filename, wheel_path
 from ..paths import DIST_DIR, NATIVE_DIR
-from .binding import BindingSpec, build_binding, read_binding_spec
+from .binding import BindingSpec, build_binding, ensure_binding_envs, read_binding_spec
 from .cache import BuildCache
 from .common import CommonWheel, build_common
 from .core import CoreBuild, build_core, core_key_inputs
-from .envs import ensure_build_env
 from .framework_facts import FrameworkFacts, facts_of_installed, facts_problem
 from .hashing import file_sha256, tree_digest
 from .plan import BuildPlan, CellPlan, binding_dir
 from .record import BuildRecord, CellRecord, CommonRecord, load_record, mirror_root, save_record
 from .repair import EXCLUDED_LIBRARIES, RepairError, repair_and_retag
 from .smoke import SmokeResult, smoke_test
-from .toolchain import Toolchain, detect_toolchain
+from .toolchain import Toolchain, backend_interpreter, detect_toolchain
 from .wheelinfo import framework_dependencies, read_wheel
 
 # Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
@@ -167,7 +166,11 @@ class Builder:
 
     def _wheel_inputs(self, cell: Cell, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain) -> dict[str, object]:
         assert plan.framework is not None and plan.interpreter is not None
+        backend = backend_interpreter(plan.interpreter)
+        # only where another interpreter runs the build backend (cp36): other cells keep their keys
+        other_backend = {"backend_python": backend.version} if backend != plan.interpreter else {}
         return {
+            **other_backend,
             "driver": DRIVER_REVISION,
             "binding": self._digest(spec.source),
             "core": self.cache.key(
@@ -202,21 +205,22 @@ class Builder:
                 core = self._core_for(toolchain, cell.release)
             used_core.append(core)
             with clock("build env"):
-                env, _ = ensure_build_env(plan.interpreter, plan.framework, spec.build_requires, self.cache)  # type: ignore[arg-type]
-            facts = facts_of_installed(cell.framework, env.site_packages)
+                envs = ensure_binding_envs(plan.interpreter, plan.framework, spec, self.cache)  # type: ignore[arg-type]
+            facts = facts_of_installed(cell.framework, envs.framework.site_packages)
             if facts is not None:
                 problem = facts_problem(cell, facts, plan.framework.filename)  # type: ignore[union-attr]
                 if problem:  # the planner could not inspect the file (offline): never build against it
                     raise FrameworkMismatchError(problem)
                 meta["framework_facts"] = {"cuda": facts.cuda, "cxx11_abi": facts.cxx11_abi}
+            meta["backend_python"] = envs.backend_python
             self.progress(f"binding {cell.framework.value} for {cell.key}")
             with clock("binding"):
                 raw = build_binding(
-                    cell, spec, env, core, toolchain, self.options.build_type, self.cache, path / "raw",
+                    cell, spec, envs, core, toolchain, self.options.build_type, self.cache, path / "raw",
                     self.options.jobs,
                 )  # fmt: skip
             with clock("repair"):
-                repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(env))
+                repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(envs.framework))
             final = path / wheel_filename(cell)
             repaired.wheel.replace(final)
             shutil.rmtree(path / "raw")

@@ -117,23 +117,30 @@ def framework_requirement(artifact: FrameworkArtifact) -> str:
 
 
 def ensure_build_env(
-    interpreter: Interpreter, artifact: FrameworkArtifact, build_requires: Sequence[str], cache: BuildCache
+    interpreter: Interpreter, artifact: FrameworkArtifact | None, build_requires: Sequence[str], cache: BuildCache
 ) -> tuple[Venv, bool]:
-    """The cached build env of (interpreter, exact framework build, build requirements). Returns (env, reused)."""
+    """The cached build env of (interpreter, exact framework build, build requirements). Returns (env, reused).
+
+    artifact None: an env of the build requirements alone (the backend env of a cell whose Python is
+    older than the backend supports); no build_requires: the framework alone (that cell's own env).
+    """
     inputs = {
         "python": interpreter.version,
         "executable": str(interpreter.executable),
-        "framework": artifact.identity,
+        "framework": artifact.identity if artifact else None,
         "build_requires": sorted(build_requires),
         "uv": uv_version(),
     }
+    requirements = [*([framework_requirement(artifact)] if artifact else []), *build_requires]
+    if not requirements:
+        raise EnvError("a build env needs a framework or build requirements")
 
     def make(path: Path, meta: dict[str, object]) -> None:
         log = path.parent / f"{path.name}.log"
         log.write_text("")
         venv = create_venv(path / "venv", interpreter, cache, log)
-        install(venv, [framework_requirement(artifact), *build_requires], cache, log=log)
-        meta["framework"] = artifact.filename
+        install(venv, requirements, cache, log=log)
+        meta["framework"] = artifact.filename if artifact else None
 
     entry = cache.ensure("build-env", inputs, make)
     return Venv(entry.path / "venv"), entry.hit

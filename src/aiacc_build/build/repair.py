@@ -17,6 +17,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 
 # Never grafted into a Perseus wheel (sonames, glob patterns as auditwheel --exclude takes them).
@@ -105,9 +106,16 @@ def grafted_libraries(wheel: Path) -> tuple[str, ...]:
         return tuple(sorted(Path(n).name for n in zf.namelist() if re.search(r"\.libs/[^/]+\.so", n)))
 
 
-def retag(wheel: Path, platform: str) -> Path:
-    """Rewrite the wheel's platform tag (file name, WHEEL and RECORD) with `wheel tags`."""
-    out = _run([sys.executable, "-m", "wheel", "tags", "--remove", f"--platform-tag={platform}", str(wheel)])
+def retag(wheel: Path, tag: Tag) -> Path:
+    """Rewrite the wheel's tags (file name, WHEEL and RECORD) with `wheel tags`: the platform, and the
+    Python + ABI tags where they differ (a cp36 wheel built by a newer interpreter's backend)."""
+    current = parse_wheel_filename(wheel.name)[3]
+    args = [f"--platform-tag={tag.platform}"]
+    if {t.interpreter for t in current} != {tag.interpreter}:
+        args.append(f"--python-tag={tag.interpreter}")
+    if {t.abi for t in current} != {tag.abi}:
+        args.append(f"--abi-tag={tag.abi}")
+    out = _run([sys.executable, "-m", "wheel", "tags", "--remove", *args, str(wheel)])
     new = wheel.parent / out.strip().splitlines()[-1].strip()
     if not new.is_file():
         raise RepairError(f"`wheel tags` did not produce {new}")
@@ -121,9 +129,9 @@ def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_pa
     if vendored:
         raise RepairError(f"{repaired.name} vendors framework libraries {vendored}: the exclusion policy failed")
     repaired_platform = ".".join(sorted(_platforms(repaired.name)))
-    (wanted,) = _platforms(published_name)
+    (wanted,) = parse_wheel_filename(published_name)[3]
     final, retagged = repaired, False
-    if _platforms(repaired.name) != {wanted}:
+    if parse_wheel_filename(repaired.name)[3] != {wanted}:
         final, retagged = retag(repaired, wanted), True
     if final.name != published_name:
         raise RepairError(f"repaired wheel is named {final.name}, the release publishes {published_name}")
@@ -132,5 +140,5 @@ def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_pa
         repaired_platform=repaired_platform,
         retagged=retagged,
         grafted=grafted,
-        note=retag_note(repaired_platform, wanted),
+        note=retag_note(repaired_platform, wanted.platform),
     )

@@ -2,8 +2,9 @@
 build, import the binding and run one real op.
 
 The environment is new for every test (a temporary directory, removed afterwards): only the framework
-file, perseus-common and the cell's wheel go in, the latter two from a local folder with --no-index, so
-the wheel's `perseus-common==<release>` requirement is resolved for real. A passing test is remembered
+file, perseus-common (by its file, with its own dependencies) and the cell's wheel go in, the wheel
+from a local folder with --no-index, so its `perseus-common==<release>` requirement must be met by
+the release's perseus-common. A passing test is remembered
 in the cache under the digests of everything it installed.
 """
 
@@ -92,7 +93,9 @@ def _run_in_fresh_env(
         shutil.copyfile(common.path, links / common.path.name)
         shutil.copyfile(wheel, links / wheel.name)
         venv = create_venv(workdir / "venv", interpreter, cache)
-        install(venv, [framework_requirement(framework)], cache)
+        # perseus-common by its file: its own dependencies (dataclasses on 3.6) come from the indexes
+        install(venv, [framework_requirement(framework), str(links / common.path.name)], cache)
+        # the cell's wheel from the local folder only: its perseus-common==<release> must be met there
         install(venv, [str(links / wheel.name)], cache, no_index=True, find_links=[links])
         check = workdir / "check.py"
         check.write_text(script)

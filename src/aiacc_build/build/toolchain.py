@@ -12,6 +12,7 @@ import platform
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +90,21 @@ def find_interpreter(python: str) -> Interpreter | None:
         return None
     _, version, exe = max(candidates)
     return Interpreter(python=python, version=version, executable=exe)
+
+
+# The binding's build backend (scikit-build-core) runs on CPython >= 3.7. A cell for an older Python
+# (1.5.0's cp36 cells) is built by a newer interpreter driving the same CMake project against the
+# framework installed for the cell's Python (see binding.py); the wheel is re-tagged for the cell.
+BACKEND_MIN_PYTHON = (3, 7)
+
+
+def backend_interpreter(target: Interpreter) -> Interpreter:
+    """The interpreter that runs the build backend for a cell built for `target`: `target` itself when
+    the backend runs there, else this tool's own Python version (its pyenv interpreter, or this one)."""
+    if tuple(int(p) for p in target.python.split(".")) >= BACKEND_MIN_PYTHON:
+        return target
+    own = f"{sys.version_info.major}.{sys.version_info.minor}"
+    return find_interpreter(own) or Interpreter(python=own, version=platform.python_version(), executable=Path(sys.executable))
 
 
 def _first_line(cmd: list[str]) -> str:
