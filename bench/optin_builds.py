@@ -240,8 +240,12 @@ def main() -> int:
     rows = run(args.work, args.jobs, DEFAULT_CACHE_DIR / "uv", args.native.resolve(), not args.no_probes)
     print(markdown(rows))
     built = [r for r in rows if isinstance(r, Row) and r.result is not None]
+    cells = [r for r in rows if isinstance(r, Row)]
+    probes = [r for r in rows if isinstance(r, ProbeRow)]
     print(
-        f"\n{len(built)} built and tested, {len(rows) - len(built)} not built; torch "
+        f"\n{len(built)} cells built and tested, {len(cells) - len(built)} not built "
+        f"({sum(r.plan.status.value == 'deferred' for r in cells)} deferred by the planner); "
+        f"{sum(r.ok for r in probes)} of {len(probes)} probes passed; torch "
         f"{', '.join(sorted({r.plan.cell.framework_version for r in built}))}; Python "
         f"{', '.join(sorted({r.plan.cell.python or '' for r in built}, key=lambda v: tuple(map(int, v.split('.')))))}; "
         f"{time.perf_counter() - started:.0f} s in all, {os.cpu_count()} cores, "

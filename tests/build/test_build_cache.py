@@ -118,3 +118,11 @@ def test_workspaces_persist_only_with_the_cache_on(tmp_path):
         assert a != b and not any(a.iterdir())
     off.close()
     assert not a.exists()
+
+
+def test_cache_paths_are_absolute(tmp_path, monkeypatch):
+    """Entries keep their paths (venvs, CMake trees, conan's home, which refuses relative ones)."""
+    monkeypatch.chdir(tmp_path)
+    cache = BuildCache(Path("rel/cache"), uv_dir=Path("rel/uv"))
+    assert cache.root == tmp_path / "rel" / "cache" and cache.uv_cache == tmp_path / "rel" / "uv"
+    assert BuildCache(Path("rel/cache")).uv_cache == tmp_path / "rel" / "cache" / "uv"

@@ -14,6 +14,7 @@ leaves no trace in it.
 
 from __future__ import annotations
 
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import tomllib
 from ..model import Cell
 from ..naming import cpython_tags
 from .cache import BuildCache
+from .compiler_cache import compiler_cache_env
 from .core import CoreBuild
 from .envs import Venv, ensure_build_env, run_uv
 from .frameworks import FrameworkArtifact
@@ -78,12 +80,27 @@ def read_binding_spec(source: Path) -> BindingSpec:
     return BindingSpec(source=source, name=data["project"]["name"], build_requires=requires)
 
 
-def config_settings(core: CoreBuild, build_dir: Path, build_type: str, toolchain: Toolchain) -> list[str]:
+# The core's package inside the binding's build tree: every tree names it alike, so a compile that
+# includes the core's header hashes the same in every tree (ccache, see compiler_cache.py).
+CORE_IN_TREE = "perseus-core"
+
+
+def core_in_tree(core: CoreBuild, build_dir: Path) -> Path:
+    """The core's installed package, copied once into the build tree (it is small: headers, one archive)."""
+    target = build_dir / CORE_IN_TREE
+    if not (target / ".complete").is_file():
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(core.prefix, target)
+        (target / ".complete").write_text(core.key + "\n")
+    return target
+
+
+def config_settings(core_prefix: Path, build_dir: Path, build_type: str, toolchain: Toolchain) -> list[str]:
     """scikit-build-core settings: the persistent build tree, the prebuilt core, the compilers."""
     settings = [
         f"build-dir={build_dir}",
         f"cmake.build-type={build_type}",
-        f"cmake.define.PERSEUS_CORE_PREFIX={core.prefix}",
+        f"cmake.define.PERSEUS_CORE_PREFIX={core_prefix}",
         f"cmake.define.CMAKE_CXX_COMPILER={toolchain.cxx}",
     ]
     if toolchain.cuda is not None:
@@ -127,11 +144,12 @@ def build_binding(
     out_dir.mkdir(parents=True, exist_ok=True)
     with cache.workspace("binding-build", cache.key("binding-build", workspace_inputs)) as build_dir:
         args = ["build", "--wheel", "--no-build-isolation", "--python", str(backend.python), "--out-dir", str(out_dir)]
-        for setting in config_settings(core, build_dir, build_type, toolchain):
+        for setting in config_settings(core_in_tree(core, build_dir), build_dir, build_type, toolchain):
             args += ["-C", setting]
         log = build_dir / "last-build.log"
         log.write_text("")
-        run_uv([*args, str(spec.source)], cache, log=log, extra_env=build_environment(cell, jobs, spec, envs))
+        extra_env = {**build_environment(cell, jobs, spec, envs), **compiler_cache_env(cache)}
+        run_uv([*args, str(spec.source)], cache, log=log, extra_env=extra_env)
     wheels = sorted(out_dir.glob("*.whl"))
     if len(wheels) != 1:
         raise BindingBuildError(f"building {spec.source} left {len(wheels)} wheels in {out_dir}")

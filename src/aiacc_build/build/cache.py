@@ -45,6 +45,12 @@ class BuildCache:
     uv_dir: Path | None = None
     _scratch: Path | None = field(default=None, init=False, repr=False)
 
+    def __post_init__(self) -> None:
+        # absolute: venvs, CMake trees and conan's home keep these paths, and conan refuses relative ones
+        self.root = Path(self.root).absolute()
+        if self.uv_dir is not None:
+            self.uv_dir = Path(self.uv_dir).absolute()
+
     def key(self, kind: str, inputs: dict[str, Any]) -> str:
         return inputs_key(kind, inputs)
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from filelock import FileLock
 
 from .cache import BuildCache
+from .compiler_cache import compiler_cache_env
 from .toolchain import Toolchain
 
 CORE_SUBDIR = "core"
@@ -115,12 +116,15 @@ def configure_args(
     return args
 
 
-def _build_with_cmake(source: Path, path: Path, toolchain: Toolchain, build_type: str, release: str, jobs: int) -> None:
+def _build_with_cmake(
+    source: Path, path: Path, toolchain: Toolchain, build_type: str, release: str, jobs: int, extra_env: dict[str, str]
+) -> None:
     log = path / "build.log"
     build, prefix = path / "build", path / "install"
-    _run(configure_args(source, build, prefix, toolchain, build_type, release), log)
-    _run([str(toolchain.cmake), "--build", str(build), "--parallel", str(jobs)], log)
-    _run([str(toolchain.cmake), "--install", str(build)], log)
+    env = {**os.environ, **extra_env}
+    _run(configure_args(source, build, prefix, toolchain, build_type, release), log, env)
+    _run([str(toolchain.cmake), "--build", str(build), "--parallel", str(jobs)], log, env)
+    _run([str(toolchain.cmake), "--install", str(build)], log, env)
     shutil.rmtree(build)  # objects are not needed once the static library is installed
 
 
@@ -140,11 +144,18 @@ def conan_args(recipe: Path, toolchain: Toolchain, build_type: str, release: str
 
 
 def _build_with_conan(
-    recipe: Path, path: Path, home: Path, toolchain: Toolchain, build_type: str, release: str, jobs: int
+    recipe: Path,
+    path: Path,
+    home: Path,
+    toolchain: Toolchain,
+    build_type: str,
+    release: str,
+    jobs: int,
+    extra_env: dict[str, str],
 ) -> None:
     log = path / "build.log"
     conan = [sys.executable, "-m", "conans.conan"]
-    env = dict(os.environ, CONAN_HOME=str(home))
+    env = dict(os.environ, CONAN_HOME=str(home), **extra_env)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     home.mkdir(parents=True, exist_ok=True)
     with FileLock(str(home) + ".lock"):  # one conan process per home at a time
@@ -170,9 +181,9 @@ def build_core(
     def make(path: Path, meta: dict[str, object]) -> None:
         if recipe is not None:
             home = cache.root / "conan-home" if cache.enabled else path / "conan-home"
-            _build_with_conan(recipe, path, home, toolchain, build_type, release, jobs)
+            _build_with_conan(recipe, path, home, toolchain, build_type, release, jobs, compiler_cache_env(cache))
         else:
-            _build_with_cmake(source, path, toolchain, build_type, release, jobs)
+            _build_with_cmake(source, path, toolchain, build_type, release, jobs, compiler_cache_env(cache))
         _check_package(path / "install")
         meta.update(toolchain=toolchain.label, backend="conan" if recipe else "cmake")
 
