@@ -193,7 +193,7 @@ def markdown(rows: list[Row] | list[Row | ProbeRow]) -> str:
     return "\n".join(lines)
 
 
-def run(work: Path, jobs: int, uv_cache: Path, native: Path, probes: bool) -> list[Row | ProbeRow]:
+def run(work: Path, jobs: int, uv_cache: Path, native: Path, probes: bool, cells: bool = True) -> list[Row | ProbeRow]:
     shutil.rmtree(work / "cache", ignore_errors=True)
     shutil.rmtree(work / "dist", ignore_errors=True)
     cache = BuildCache(work / "cache", uv_dir=uv_cache)
@@ -206,7 +206,7 @@ def run(work: Path, jobs: int, uv_cache: Path, native: Path, probes: bool) -> li
         progress=lambda m: print(f"  {time.strftime('%H:%M:%S')} {m}", file=sys.stderr, flush=True),
     )
     rows: list[Row | ProbeRow] = []
-    for version in dict.fromkeys(release for release, _, _ in CELLS):
+    for version in dict.fromkeys(release for release, _, _ in CELLS) if cells else ():
         release = load_release(version)
         wanted = {f"{version}/{key}": expected for rel, key, expected in CELLS if rel == version}
         missing = set(wanted) - {c.key for c in release.cells}
@@ -232,12 +232,13 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
     parser.add_argument("--native", type=Path, default=NATIVE_DIR, help="the native/ tree to build (default: this one)")
     parser.add_argument("--no-probes", action="store_true", help="only the cells, no probes")
+    parser.add_argument("--no-cells", action="store_true", help="only the probes")
     args = parser.parse_args()
     if os.environ.get("AIACC_OPTIN") != "1":
         print("opt-in: set AIACC_OPTIN=1 (downloads GBs of frameworks, ~15 min on 2 cores)", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    rows = run(args.work, args.jobs, DEFAULT_CACHE_DIR / "uv", args.native.resolve(), not args.no_probes)
+    rows = run(args.work, args.jobs, DEFAULT_CACHE_DIR / "uv", args.native.resolve(), not args.no_probes, not args.no_cells)
     print(markdown(rows))
     built = [r for r in rows if isinstance(r, Row) and r.result is not None]
     cells = [r for r in rows if isinstance(r, Row)]

@@ -1,0 +1,50 @@
+"""Opt-in (AIACC_OPTIN=1, not CI): bench/optin_builds.py's real builds, downloads GBs on a first run.
+
+    AIACC_OPTIN=1 .venv/bin/python -m pytest tests/build/test_optin_builds.py -s     # ~5 min when downloaded
+
+The cells: three torch releases x four Pythons, CPU and CUDA 13.0, built, repaired, installed into a
+fresh venv and tested; the pre-cxx11 torch 1.8.0 cells deferred by the planner (no nvcc 10.2). The
+probes: the binding compiled CPU-only against torch 1.8.0 for CPython 3.7 and 3.6 (through a newer
+backend interpreter) and tested.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from aiacc_build.paths import REPO_ROOT
+
+pytestmark = [
+    pytest.mark.optin,
+    pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in: set AIACC_OPTIN=1"),
+]
+SCRIPT = REPO_ROOT / "bench" / "optin_builds.py"
+
+
+def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, str(SCRIPT), "--work", str(tmp_path / "work"), *args]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600)
+    print(proc.stdout)
+    return proc
+
+
+def test_cells_build_and_the_old_toolkit_cells_are_deferred(tmp_path):
+    proc = run(tmp_path, "--no-probes")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [line for line in proc.stdout.splitlines() if line.startswith("| 2.0.0/") or line.startswith("| 1.5.0/")]
+    built = [r for r in rows if "compress fp32->fp16 x2.0 ok" in r]
+    assert len(built) == 5 and sum("nvcc 13.0" in r for r in built) == 4
+    deferred = [r for r in rows if "deferred: needs nvcc 10.2" in r]
+    assert len(deferred) == 2 and all("pre-cxx11" in r for r in deferred)
+
+
+def test_probes_build_the_binding_for_pre_cxx11_torch_on_37_and_36(tmp_path):
+    proc = run(tmp_path, "--no-cells")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    probes = [line for line in proc.stdout.splitlines() if line.startswith("| probe ")]
+    assert len(probes) == 2 and all("pre-cxx11" in p and "x2.0 ok" in p for p in probes)
