@@ -193,7 +193,15 @@ def markdown(rows: list[Row] | list[Row | ProbeRow]) -> str:
     return "\n".join(lines)
 
 
-def run(work: Path, jobs: int, uv_cache: Path, native: Path, probes: bool, cells: bool = True) -> list[Row | ProbeRow]:
+def run(
+    work: Path,
+    jobs: int,
+    uv_cache: Path,
+    native: Path,
+    probes: bool,
+    cells: bool = True,
+    probe_cells: list[tuple[str, str]] | None = None,
+) -> list[Row | ProbeRow]:
     shutil.rmtree(work / "cache", ignore_errors=True)
     shutil.rmtree(work / "dist", ignore_errors=True)
     cache = BuildCache(work / "cache", uv_dir=uv_cache)
@@ -219,7 +227,7 @@ def run(work: Path, jobs: int, uv_cache: Path, native: Path, probes: bool, cells
         failures = {f.plan.cell.key: f.error for f in report.failures} if report else {}
         for p in chosen:
             rows.append(Row(p.cell.key, p, wanted[p.cell.key], results.get(p.cell.key), failures.get(p.cell.key)))
-    for version, key in PROBES if probes else ():
+    for version, key in (probe_cells or PROBES) if probes else ():
         print(f"  {time.strftime('%H:%M:%S')} probe {version}/{key}", file=sys.stderr, flush=True)
         rows.append(probe(version, key, cache, native, work, jobs))
     return rows
@@ -233,12 +241,18 @@ def main() -> int:
     parser.add_argument("--native", type=Path, default=NATIVE_DIR, help="the native/ tree to build (default: this one)")
     parser.add_argument("--no-probes", action="store_true", help="only the cells, no probes")
     parser.add_argument("--no-cells", action="store_true", help="only the probes")
+    parser.add_argument(
+        "--probe", action="append", metavar="RELEASE/KEY", help="probe these cells instead (1.5.0/torch-1.4.0/cuda10.1/py3.7/x86_64)"
+    )
     args = parser.parse_args()
     if os.environ.get("AIACC_OPTIN") != "1":
         print("opt-in: set AIACC_OPTIN=1 (downloads GBs of frameworks, ~15 min on 2 cores)", file=sys.stderr)
         return 2
     started = time.perf_counter()
-    rows = run(args.work, args.jobs, DEFAULT_CACHE_DIR / "uv", args.native.resolve(), not args.no_probes, not args.no_cells)
+    chosen = [(p.split("/", 1)[0], p.split("/", 1)[1]) for p in args.probe] if args.probe else None
+    rows = run(
+        args.work, args.jobs, DEFAULT_CACHE_DIR / "uv", args.native.resolve(), not args.no_probes, not args.no_cells, chosen
+    )
     print(markdown(rows))
     built = [r for r in rows if isinstance(r, Row) and r.result is not None]
     cells = [r for r in rows if isinstance(r, Row)]

@@ -80,8 +80,13 @@ def run_uv(
     return output
 
 
-def create_venv(path: Path, interpreter: Interpreter, cache: BuildCache, log: Path | None = None) -> Venv:
-    run_uv(["venv", "--quiet", "--python", str(interpreter.executable), str(path)], cache, log=log)
+def create_venv(
+    path: Path, interpreter: Interpreter, cache: BuildCache, log: Path | None = None, seed: bool = False
+) -> Venv:
+    """seed: with pip (and setuptools below 3.12), as `python -m venv` makes it: a user's environment,
+    where old frameworks find what they import undeclared (torch 1.10 imports pkg_resources)."""
+    args = ["venv", "--quiet", *(["--seed"] if seed else []), "--python", str(interpreter.executable), str(path)]
+    run_uv(args, cache, log=log)
     return Venv(path)
 
 

@@ -1,11 +1,12 @@
 """The post-build test: install a cell's wheel into a FRESH environment that holds exactly its framework
 build, import the binding and run one real op.
 
-The environment is new for every test (a temporary directory, removed afterwards): only the framework
-file, perseus-common (by its file, with its own dependencies) and the cell's wheel go in, the wheel
-from a local folder with --no-index, so its `perseus-common==<release>` requirement must be met by
-the release's perseus-common. A passing test is remembered
-in the cache under the digests of everything it installed.
+The environment is new for every test (a temporary directory, removed afterwards) and made like a
+user's `python -m venv` (pip, and setuptools below Python 3.12: torch 1.10 imports pkg_resources
+without declaring it). Only the framework file, perseus-common (by its file, with its own
+dependencies) and the cell's wheel go in, the wheel from a local folder with --no-index, so its
+`perseus-common==<release>` requirement must be met by the release's perseus-common. A passing test
+is remembered in the cache under the digests of everything it installed.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ def smoke_test(
         "python": interpreter.version,
         "script": inputs_key("script", {"text": script, "output": "stdout"}),
         "uv": uv_version(),
+        "env": "seeded",  # pip/setuptools in the test env, as in `python -m venv`
     }
     description = (
         f"fresh {interpreter.version} venv + {framework.filename} + {common.path.name}: "
@@ -92,7 +94,7 @@ def _run_in_fresh_env(
         links.mkdir()
         shutil.copyfile(common.path, links / common.path.name)
         shutil.copyfile(wheel, links / wheel.name)
-        venv = create_venv(workdir / "venv", interpreter, cache)
+        venv = create_venv(workdir / "venv", interpreter, cache, seed=True)  # like a user's fresh venv
         # perseus-common by its file: its own dependencies (dataclasses on 3.6) come from the indexes
         install(venv, [framework_requirement(framework), str(links / common.path.name)], cache)
         # the cell's wheel from the local folder only: its perseus-common==<release> must be met there
