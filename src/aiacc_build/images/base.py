@@ -14,11 +14,11 @@ from pathlib import Path
 
 import docker
 
-from ..errors import AiaccError
+from ..errors import HostServiceError
 
 
-class BaseImageError(AiaccError):
-    exit_code = 8
+class BaseImageError(HostServiceError):
+    exit_code = HostServiceError.exit_code
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from typing import Callable
 
 import docker
 
-from ..errors import AiaccError
+from ..errors import BuildError
 
 
-class ImageBuildError(AiaccError):
-    exit_code = 6
+class ImageBuildError(BuildError):
+    exit_code = BuildError.exit_code
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import docker
 
-from ..errors import AiaccError
+from ..errors import HostServiceError
 
 
-class EngineError(AiaccError):
-    exit_code = 8
+class EngineError(HostServiceError):
+    exit_code = HostServiceError.exit_code
 
 
 @dataclass

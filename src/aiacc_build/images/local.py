@@ -11,7 +11,7 @@ from typing import Callable
 import docker
 
 from .. import naming
-from ..errors import AiaccError, UnsupportedCellError
+from ..errors import BuildError, UnsupportedCellError
 from ..render import pip
 from ..render.docker import LOCAL_DOCKERFILE, DockerImage, docker_images
 from ..render.support import BuildHost
@@ -20,8 +20,8 @@ from .build import BuildResult, build_image
 from .wheelhouse import LoopbackServer, framework_wheelhouse, sha256_of
 
 
-class MissingWheelError(AiaccError):
-    exit_code = 6
+class MissingWheelError(BuildError):
+    exit_code = BuildError.exit_code
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import requests
 
-from ..errors import AiaccError
+from ..errors import HostServiceError
 
 
-class RegistryServerError(AiaccError):
-    exit_code = 8
+class RegistryServerError(HostServiceError):
+    exit_code = HostServiceError.exit_code
 
 
 CONFIG_TEMPLATE = """\
