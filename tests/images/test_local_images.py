@@ -9,6 +9,7 @@ import pytest
 
 from aiacc_build import naming
 from aiacc_build.errors import UnsupportedCellError
+from aiacc_build.images.build import _step_instruction
 from aiacc_build.images.local import MissingWheelError, _wheels_of, local_images
 from aiacc_build.images.registry import free_port
 from aiacc_build.images.wheelhouse import LoopbackServer, sha256_of
@@ -49,3 +50,11 @@ def test_loopback_server_serves_files_and_digest_matches(tmp_path):
         body = urllib.request.urlopen(server.url("mirror/" + naming.url_path("a+b.whl"))).read()
     assert body == payload
     assert sha256_of(tmp_path / "mirror" / "a+b.whl") == hashlib.sha256(payload).hexdigest()
+
+
+def test_build_steps_are_read_from_the_classic_builder_output():
+    assert _step_instruction("Step 1/22 : ARG BASE_IMAGE\n") == "ARG"
+    assert _step_instruction("Step 2/22 : FROM ${BASE_IMAGE}\n") == "FROM"
+    assert _step_instruction("Step 16/22 : RUN set -f  && python -m pip install x\n") == "RUN"
+    assert _step_instruction(" ---> Using cache\n") is None
+    assert _step_instruction("Collecting torch==2.13.0+cpu (Step 3/4 : of something)\n") is None

@@ -56,6 +56,10 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
             "cell": r.image.cell.key,
             "image_id": r.result.image_id,
             "seconds": round(r.result.seconds, 2),
+            "base_made_seconds": None if r.base.made_seconds is None else round(r.base.made_seconds, 2),
+            "size_bytes": r.result.size_bytes,
+            "steps": r.result.steps,
+            "cached_steps": r.result.cached_steps,
             "cache_hit": r.result.cache_hit,
             "pushed": pushed.get(r.image.tags[0]),
         }
@@ -65,7 +69,11 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
         click.echo(json.dumps(rows, indent=2))
         return
     for row in rows:
-        console.print(f"built {row['tag']} in {row['seconds']}s (cache hit: {row['cache_hit']})" + (f", pushed {row['pushed']}" if row["pushed"] else ""))
+        base = f" (base made in {row['base_made_seconds']}s)" if row["base_made_seconds"] is not None else ""
+        console.print(
+            f"built {row['tag']} in {row['seconds']}s{base}: {row['size_bytes'] / 2**20:.0f} MiB, "
+            f"{row['cached_steps']}/{row['steps']} steps cached" + (f", pushed {row['pushed']}" if row["pushed"] else "")
+        )
 
 
 @images_group.command("registry")

@@ -15,7 +15,7 @@ from ..errors import AiaccError, UnsupportedCellError
 from ..render import pip
 from ..render.docker import LOCAL_DOCKERFILE, DockerImage, docker_images
 from ..render.support import BuildHost
-from .base import debian_base, ensure_base_image
+from .base import BaseImage, debian_base, ensure_base_image
 from .build import BuildResult, build_image
 from .wheelhouse import LoopbackServer, framework_wheelhouse, sha256_of
 
@@ -27,6 +27,7 @@ class MissingWheelError(AiaccError):
 @dataclass(frozen=True)
 class LocalBuild:
     image: DockerImage
+    base: BaseImage
     result: BuildResult
 
 
@@ -91,7 +92,7 @@ def build_local_images(
                         f"not supported here yet: the CUDA base {base_image} (a toolkit inside the debootstrapped "
                         f"base) is not made on this machine; {image.tags[0]} is built in CI"
                     )
-                ensure_base_image(client, debian_base(image.os_type), base_image, cache_dir / "base")
+                base = ensure_base_image(client, debian_base(image.os_type), base_image, cache_dir / "base")
                 args = dict(image.args)
                 args["PIP_FIND_LINKS"] = server.url("wheelhouse/")
                 args["PERSEUS_MIRROR"] = server.url("mirror")
@@ -99,5 +100,5 @@ def build_local_images(
                 result = build_image(
                     client, context, f"docker/{image.dockerfile}", image.tags[0], args, on_line=on_line, network_mode="host"
                 )
-                built.append(LocalBuild(image=image, result=result))
+                built.append(LocalBuild(image=image, base=base, result=result))
     return built
