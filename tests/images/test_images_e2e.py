@@ -76,10 +76,12 @@ def test_build_push_pull_run(capsys, tmp_path):
         # From scratch over the (kept) base: removing the tag also removes its cached parent layers.
         _remove_if_present(client, remote)
         _remove_if_present(client, tag)
+        start = time.monotonic()
         first = build_local_images(client, [image], DIST_DIR / "2.0.0", CACHE_DIR, 18765)[0]
+        figures["first build_local_images wall s (wheelhouse + base + build)"] = round(time.monotonic() - start, 1)
         again = build_local_images(client, [image], DIST_DIR / "2.0.0", CACHE_DIR, 18765)[0].result
         figures |= {
-            "base debootstrap+import s": first.base.made_seconds,
+            "base debootstrap+import s (null: it existed)": first.base.made_seconds and round(first.base.made_seconds, 1),
             "first build s": round(first.result.seconds, 1),
             "first build cached steps": f"{first.result.cached_steps}/{first.result.steps}",
             "unchanged rebuild s": round(again.seconds, 2),

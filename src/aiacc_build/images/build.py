@@ -87,12 +87,28 @@ def push_image(client: docker.DockerClient, local_tag: str, registry: str) -> st
     repository, tag = local_tag.rsplit(":", 1)
     remote_repo = f"{registry}/{repository}"
     client.images.get(local_tag).tag(remote_repo, tag)
-    for chunk in client.images.push(remote_repo, tag=tag, stream=True, decode=True):
-        if "error" in chunk:
-            raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {chunk['error']}")
+    try:
+        for chunk in client.images.push(remote_repo, tag=tag, stream=True, decode=True):
+            if "error" in chunk:
+                raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {chunk['error']}{_REGISTRY_FIX.format(registry=registry)}")
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {exc.explanation or exc}{_REGISTRY_FIX.format(registry=registry)}") from None
     return f"{remote_repo}:{tag}"
 
 
 def pull_image(client: docker.DockerClient, reference: str) -> str:
+    """Pull `reference` (registry/repository:tag); returns the image id."""
+    if ":" not in reference.rsplit("/", 1)[-1]:
+        raise ImageBuildError(f"{reference!r} names no tag: pass REGISTRY/perseus-training:TAG, e.g. 127.0.0.1:5000/perseus-training:debian12-cpu-pt2.13.0-py311-latest")
     repository, tag = reference.rsplit(":", 1)
-    return client.images.pull(repository, tag=tag).id
+    registry = repository.split("/", 1)[0]
+    try:
+        return client.images.pull(repository, tag=tag).id
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(
+            f"pulling {reference} failed: {exc.explanation or exc}. Is it pushed (aiacc-build images build --push {registry})?"
+            + _REGISTRY_FIX.format(registry=registry)
+        ) from None
+
+
+_REGISTRY_FIX = " Is a registry serving {registry} (aiacc-build images registry --port PORT)?"

@@ -98,6 +98,8 @@ def start_engine(state_dir: Path, socket: str = "/tmp/aiacc-build-docker.sock", 
             return Engine(socket=socket, client=client, process=process, log_path=log_path, state_dir=state_dir)
         time.sleep(0.5)
     process.kill()
+    process.wait()
+    _unmount_under(state_dir)
     raise EngineError(f"dockerd did not answer on {socket} within {wait_s:.0f}s; see {log_path}")
 
 
