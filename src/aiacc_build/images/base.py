@@ -19,7 +19,6 @@ from ..errors import HostServiceError
 
 
 class BaseImageError(HostServiceError):
-    exit_code = HostServiceError.exit_code
 
 
 @dataclass(frozen=True)

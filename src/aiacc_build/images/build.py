@@ -14,7 +14,6 @@ from ..errors import BuildError
 
 
 class ImageBuildError(BuildError):
-    exit_code = BuildError.exit_code
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,6 @@ from ..errors import HostServiceError
 
 
 class EngineError(HostServiceError):
-    exit_code = HostServiceError.exit_code
 
 
 @dataclass

@@ -21,7 +21,6 @@ from .wheelhouse import LoopbackServer, framework_wheelhouse, sha256_of
 
 
 class MissingWheelError(BuildError):
-    exit_code = BuildError.exit_code
 
 
 @dataclass(frozen=True)

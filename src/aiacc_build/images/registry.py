@@ -16,7 +16,6 @@ from ..errors import HostServiceError
 
 
 class RegistryServerError(HostServiceError):
-    exit_code = HostServiceError.exit_code
 
 
 CONFIG_TEMPLATE = """\

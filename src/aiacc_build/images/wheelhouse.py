@@ -18,7 +18,6 @@ DEFAULT_PORT = 18765
 
 
 class WheelhouseError(BuildError):
-    exit_code = BuildError.exit_code
 
 
 def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_dir: Path) -> Path:
