@@ -19,6 +19,7 @@ from ..errors import HostServiceError
 
 
 class BaseImageError(HostServiceError):
+    """The Debian base image could not be made (debootstrap or docker import)."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from ..errors import BuildError
 
 
 class ImageBuildError(BuildError):
+    """An image build, push or pull failed."""
 
 
 @dataclass(frozen=True)

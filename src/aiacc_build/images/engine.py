@@ -16,6 +16,7 @@ from ..errors import HostServiceError
 
 
 class EngineError(HostServiceError):
+    """dockerd could not be started or reached."""
 
 
 @dataclass

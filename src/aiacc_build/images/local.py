@@ -21,6 +21,7 @@ from .wheelhouse import LoopbackServer, framework_wheelhouse, sha256_of
 
 
 class MissingWheelError(BuildError):
+    """The wheel an image needs has not been built into dist/ yet."""
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from ..errors import HostServiceError
 
 
 class RegistryServerError(HostServiceError):
+    """The local registry could not be started or reached."""
 
 
 CONFIG_TEMPLATE = """\

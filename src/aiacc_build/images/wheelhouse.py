@@ -18,6 +18,7 @@ DEFAULT_PORT = 18765
 
 
 class WheelhouseError(BuildError):
+    """The framework wheelhouse for an image build could not be prepared."""
 
 
 def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_dir: Path) -> Path:
