@@ -4,18 +4,14 @@
 # framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
 # AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ...").
 # It detects the Python, the installed frameworks and the CUDA they were built with (then the
-# driver, then nvcc), picks one cell per framework and explains it; the exit code tells the outcome.
+# driver, then nvcc), picks one cell per framework and explains it. install_apply.py (embedded after
+# it) fetches, verifies and installs what it chose.
 import os
 import platform
 import re
 import subprocess
 import sys
 import sysconfig
-
-try:
-    from urllib.parse import quote
-except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
-    quote = None
 
 EXIT = dict(item.split("=") for item in os.environ.get("AIACC_EXIT_CODES", "").split())
 FRAMEWORKS = ("torch", "tensorflow", "mxnet")
@@ -326,14 +322,10 @@ def decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cud
     return None, None
 
 
-def wheel_url(mirror, path):
-    return mirror.rstrip("/") + "/" + quote(path, safe="/")
-
-
-def main():
+def detect_and_decide():
+    """Detect, decide and explain: [(framework, cell, how the CUDA was picked)], one per framework to install."""
     cells = load_table()
     release = os.environ["AIACC_RELEASE"]
-    mirror = os.environ["AIACC_MIRROR_URL"]
     wanted = os.environ.get("AIACC_FRAMEWORK", "")
     python = "%d.%d" % sys.version_info[:2]
     arch = host_arch()
@@ -391,10 +383,11 @@ def main():
 
     for framework, cell, how in chosen:
         say("decision:   %s -> %s%s" % (framework, cell.path, "  (CUDA picked by " + how + ")" if how else ""))
-    say("would install: %s" % wheel_url(mirror, os.environ["AIACC_COMMON_WHEEL"]))
-    for _, cell, _ in chosen:
-        say("               %s" % wheel_url(mirror, cell.path))
+    return chosen
 
+
+def check_pip():
+    """pip exists for this Python and may install into it (PEP 668)."""
     try:
         import importlib.util
         has_pip = importlib.util.find_spec("pip") is not None
@@ -409,7 +402,3 @@ def main():
              "environment that sees your framework:\n  %s -m venv --system-site-packages ~/perseus-env\n"
              "  bash install_AIACC-Training.sh ~/perseus-env/bin/python\nor allow a per-user install: "
              "PIP_BREAK_SYSTEM_PACKAGES=1 with pip install --user" % (sys.executable, marker, sys.executable))
-
-
-if __name__ == "__main__":
-    main()

@@ -1,7 +1,6 @@
 """The `aiacc-build` command line. Each command group lives in its own module and registers here.
 
-Exit codes: 0 success, 1 unexpected error, 2 usage error, 3 invalid matrix, 4 unsupported cell,
-5 registry unreachable, 6 build failed, 7 committed output is stale. See aiacc_build.errors.
+Exit codes: aiacc_build.errors.exit_codes() (listed by `aiacc-build --help`).
 """
 
 from __future__ import annotations
@@ -13,12 +12,15 @@ from rich.console import Console
 from rich.text import Text
 
 from . import __version__
-from .errors import AiaccError
+from .errors import AiaccError, exit_codes
 
 err_console = Console(stderr=True)
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+EXIT_CODES_HELP = "\b\nExit codes:\n" + "\n".join(f"  {code}  {text}" for code, text in exit_codes().items())
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]}, epilog=EXIT_CODES_HELP)
 @click.version_option(__version__, prog_name="aiacc-build")
 def cli() -> None:
     """Build, render and ship AIACC-Training for every CUDA x framework x Python cell.

@@ -9,7 +9,8 @@ import pytest
 
 from aiacc_build import naming
 from aiacc_build.errors import UnsupportedCellError
-from aiacc_build.images.local import MissingWheelError, _wheels_of, local_images
+from aiacc_build.images.build import _step_instruction
+from aiacc_build.images.local import MissingWheelError, _wheels_of, buildable_images, local_images
 from aiacc_build.images.registry import free_port
 from aiacc_build.images.wheelhouse import LoopbackServer, sha256_of
 from aiacc_build.matrix import load_release
@@ -49,3 +50,29 @@ def test_loopback_server_serves_files_and_digest_matches(tmp_path):
         body = urllib.request.urlopen(server.url("mirror/" + naming.url_path("a+b.whl"))).read()
     assert body == payload
     assert sha256_of(tmp_path / "mirror" / "a+b.whl") == hashlib.sha256(payload).hexdigest()
+
+
+def test_build_steps_are_read_from_the_classic_builder_output():
+    assert _step_instruction("Step 1/22 : ARG BASE_IMAGE\n") == "ARG"
+    assert _step_instruction("Step 2/22 : FROM ${BASE_IMAGE}\n") == "FROM"
+    assert _step_instruction("Step 16/22 : RUN set -f  && python -m pip install x\n") == "RUN"
+    assert _step_instruction(" ---> Using cache\n") is None
+    assert _step_instruction("Collecting torch==2.13.0+cpu (Step 3/4 : of something)\n") is None
+
+
+def test_without_wheels_nothing_is_buildable_and_every_reason_is_named(tmp_path):
+    release = load_release("2.0.0")
+    images = local_images(release.cells, HOST)
+    with pytest.raises(MissingWheelError) as info:
+        buildable_images(images, tmp_path, named=False)
+    message = str(info.value)
+    assert f"--cells '{LOCAL_CELL}'" in message
+    cuda_images = [i for i in images if i.cell.cuda is not None]
+    assert cuda_images and all(f"{i.tags[0]} is built in CI" in message for i in cuda_images)
+
+
+def test_a_named_cuda_cell_fails_loudly_instead_of_being_skipped(tmp_path):
+    release = load_release("2.0.0")
+    (image,) = [i for i in local_images(release.cells, HOST) if i.cell.cuda is not None][:1]
+    with pytest.raises(UnsupportedCellError, match="not supported here yet: the CUDA base"):
+        buildable_images([image], tmp_path, named=True)

@@ -69,13 +69,6 @@ def test_dry_run_picks_the_torch_cell_of_the_shipped_release(torch_venv, real_2_
     assert result.stdout.rstrip().endswith("dry run: nothing was installed")
 
 
-def test_installing_is_loudly_not_supported_yet(torch_venv, real_2_0_0_script):
-    script, _ = real_2_0_0_script
-    result = run_script(script, str(torch_venv / "bin/python"))
-    assert result.returncode == CODE["not_supported_yet"]
-    assert "not supported yet: installing" in result.stderr and "--dry-run" in result.stderr
-
-
 def test_mirror_override(torch_venv, real_2_0_0_script):
     script, _ = real_2_0_0_script
     result = run_script(script, "-n", str(torch_venv / "bin/python"), env={"AIACC_MIRROR_URL": "https://mirror.example/perseus/"})
@@ -136,6 +129,12 @@ def test_framework_filter(torch_venv, tmp_path):
         (["--framework"], "usage", "--framework needs a name"),
         (["no-such-python-here"], "no_python", "'no-such-python-here' is not a command"),
         (["/bin/true"], "no_python", "does not run as a Python interpreter"),
+        (["--mirror"], "usage", "--mirror needs a value"),
+        (["--ca-bundle="], "usage", "--ca-bundle needs a value"),
+        (["--mirror", "ftp://mirror.example.com/aiacc"], "untrusted_mirror", "only https:// URLs"),
+        (["--mirror=http://10.0.0.5/aiacc"], "untrusted_mirror", "plain HTTP on a host that is not this machine"),
+        (["--mirror", "/no/such/folder"], "network", "mirror folder /no/such/folder does not exist"),
+        (["--mirror", "https://mirror.example.com/", "--ca-bundle", "/no/ca.pem"], "usage", "--ca-bundle /no/ca.pem: no such file"),
     ],
 )
 def test_argument_and_python_errors(tmp_path, args, code, message):

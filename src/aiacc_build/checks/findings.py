@@ -4,16 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..errors import AiaccError
+from ..errors import ChecksFailedError
+
+__all__ = ["ERROR", "WARNING", "ChecksFailedError", "CheckReport", "Finding"]
 
 ERROR = "error"
 WARNING = "warning"
-
-
-class ChecksFailedError(AiaccError):
-    """A check found rendered files that break a rule (the findings were printed before)."""
-
-    exit_code = 8
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 
-from ..errors import AiaccError
+from ..errors import HostServiceError
 
 
-class BaseImageError(AiaccError):
-    exit_code = 8
+class BaseImageError(HostServiceError):
+    """The Debian base image could not be made (debootstrap or docker import)."""
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,20 @@ def debian_base(os_type: str) -> DebianBase:
         ) from None
 
 
-def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str, work_dir: Path) -> str:
-    """Return the id of `image` (naming.local_base_image), made with debootstrap when it does not exist yet."""
+@dataclass(frozen=True)
+class BaseImage:
+    image: str
+    image_id: str
+    made_seconds: float | None  # debootstrap + import time when made now, None when it existed
+
+
+def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str, work_dir: Path) -> BaseImage:
+    """`image` (naming.local_base_image), made with debootstrap when it does not exist yet."""
     try:
-        return client.images.get(image).id
+        return BaseImage(image=image, image_id=client.images.get(image).id, made_seconds=None)
     except docker.errors.ImageNotFound:
         pass
+    start = time.monotonic()
     if shutil.which("debootstrap") is None:
         raise BaseImageError("not supported here: no debootstrap. Fix: apt-get install debootstrap, then retry.")
     root = work_dir / f"rootfs-{base.os_type}"
@@ -63,6 +72,6 @@ def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str,
         tarball = subprocess.run(["tar", "-C", str(root), "-c", "."], capture_output=True, check=True).stdout
         repository, tag = image.split(":")
         client.api.import_image_from_data(tarball, repository=repository, tag=tag)
-        return client.images.get(image).id
+        return BaseImage(image=image, image_id=client.images.get(image).id, made_seconds=time.monotonic() - start)
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -9,11 +10,11 @@ from typing import Callable
 
 import docker
 
-from ..errors import AiaccError
+from ..errors import BuildError
 
 
-class ImageBuildError(AiaccError):
-    exit_code = 6
+class ImageBuildError(BuildError):
+    """An image build, push or pull failed."""
 
 
 @dataclass(frozen=True)
@@ -23,6 +24,7 @@ class BuildResult:
     seconds: float
     steps: int
     cached_steps: int
+    size_bytes: int
 
     @property
     def cache_hit(self) -> bool:
@@ -42,6 +44,7 @@ def build_image(
     """Build `context/dockerfile` as `tag` (classic builder: the Debian engine ships no buildx)."""
     start = time.monotonic()
     steps = cached = 0
+    seen_from = False
     image_id = None
     log_tail: list[str] = []
     for chunk in client.api.build(
@@ -56,16 +59,27 @@ def build_image(
             image_id = aux.get("ID", image_id)
             continue
         log_tail.append(line)
-        if line.startswith("Step "):
-            steps += 1
+        instruction = _step_instruction(line)
+        if instruction is not None:
+            # FROM and the global ARGs before it make no layer: the classic builder never says
+            # "Using cache" for them, so only the steps after the first FROM are counted.
+            if instruction == "FROM":
+                seen_from = True
+            elif seen_from:
+                steps += 1
         elif "Using cache" in line:
             cached += 1
         if on_line is not None and line.strip():
             on_line(line.rstrip())
-    if image_id is None:
-        image_id = client.images.get(tag).id
-    # FROM is a step that never says "Using cache": count it as cached when it resolved locally.
-    return BuildResult(tag=tag, image_id=image_id, seconds=time.monotonic() - start, steps=steps - 1, cached_steps=cached)
+    seconds = time.monotonic() - start
+    built = client.images.get(image_id or tag)
+    return BuildResult(tag=tag, image_id=built.id, seconds=seconds, steps=steps, cached_steps=cached, size_bytes=built.attrs["Size"])
+
+
+def _step_instruction(line: str) -> str | None:
+    """`Step 3/22 : ARG PYTHON_VERSION` -> "ARG"; None for any other line of the build output."""
+    match = re.match(r"Step \d+/\d+ : (\w+)", line)
+    return match.group(1).upper() if match else None
 
 
 def push_image(client: docker.DockerClient, local_tag: str, registry: str) -> str:
@@ -73,12 +87,28 @@ def push_image(client: docker.DockerClient, local_tag: str, registry: str) -> st
     repository, tag = local_tag.rsplit(":", 1)
     remote_repo = f"{registry}/{repository}"
     client.images.get(local_tag).tag(remote_repo, tag)
-    for chunk in client.images.push(remote_repo, tag=tag, stream=True, decode=True):
-        if "error" in chunk:
-            raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {chunk['error']}")
+    try:
+        for chunk in client.images.push(remote_repo, tag=tag, stream=True, decode=True):
+            if "error" in chunk:
+                raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {chunk['error']}{_REGISTRY_FIX.format(registry=registry)}")
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {exc.explanation or exc}{_REGISTRY_FIX.format(registry=registry)}") from None
     return f"{remote_repo}:{tag}"
 
 
 def pull_image(client: docker.DockerClient, reference: str) -> str:
+    """Pull `reference` (registry/repository:tag); returns the image id."""
+    if ":" not in reference.rsplit("/", 1)[-1]:
+        raise ImageBuildError(f"{reference!r} names no tag: pass REGISTRY/perseus-training:TAG, e.g. 127.0.0.1:5000/perseus-training:debian12-cpu-pt2.13.0-py311-latest")
     repository, tag = reference.rsplit(":", 1)
-    return client.images.pull(repository, tag=tag).id
+    registry = repository.split("/", 1)[0]
+    try:
+        return client.images.pull(repository, tag=tag).id
+    except docker.errors.APIError as exc:
+        raise ImageBuildError(
+            f"pulling {reference} failed: {exc.explanation or exc}. Is it pushed (aiacc-build images build --push {registry})?"
+            + _REGISTRY_FIX.format(registry=registry)
+        ) from None
+
+
+_REGISTRY_FIX = " Is a registry serving {registry} (aiacc-build images registry --port PORT)?"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
 
@@ -14,8 +15,8 @@ from ..paths import DIST_DIR, REPO_ROOT
 from ..render.support import BuildHost
 from .build import pull_image, push_image
 from .engine import start_engine
-from .local import build_local_images, local_images
-from .registry import start_registry
+from .local import buildable_images, build_local_images, local_images
+from .registry import RegistryServerError, start_registry
 from .wheelhouse import DEFAULT_PORT
 
 console = Console(stderr=True)
@@ -39,9 +40,15 @@ def images_group() -> None:
 @click.option("--push", "registry", metavar="HOST:PORT", help="Also push every built image to this registry.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, registry: str | None, as_json: bool) -> None:
-    """Build the images of the cells this machine builds (see SUPPORT.md: built here)."""
+    """Build the images of the cells this machine builds (see SUPPORT.md: built here).
+
+    Without --cell: every local image whose wheels lie in dist/<release> and whose base is made here;
+    the others are listed as skipped, with why and the fix. With --cell, any missing input is an error."""
     loaded = load_release(release)
-    images = local_images(loaded.cells, BuildHost.detect(), cells)
+    images, skipped = buildable_images(local_images(loaded.cells, BuildHost.detect(), cells), dist / loaded.info.version, named=bool(cells))
+    if not as_json:
+        for tag, why in skipped.items():
+            console.print(f"[yellow]skipped[/] {tag}: {why}")
     engine = start_engine(STATE_DIR)
     try:
         results = build_local_images(
@@ -56,16 +63,24 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
             "cell": r.image.cell.key,
             "image_id": r.result.image_id,
             "seconds": round(r.result.seconds, 2),
+            "base_made_seconds": None if r.base.made_seconds is None else round(r.base.made_seconds, 2),
+            "size_bytes": r.result.size_bytes,
+            "steps": r.result.steps,
+            "cached_steps": r.result.cached_steps,
             "cache_hit": r.result.cache_hit,
             "pushed": pushed.get(r.image.tags[0]),
         }
         for r in results
     ]
     if as_json:
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(json.dumps({"built": rows, "skipped": skipped}, indent=2))
         return
     for row in rows:
-        console.print(f"built {row['tag']} in {row['seconds']}s (cache hit: {row['cache_hit']})" + (f", pushed {row['pushed']}" if row["pushed"] else ""))
+        base = f" (base made in {row['base_made_seconds']}s)" if row["base_made_seconds"] is not None else ""
+        console.print(
+            f"built {row['tag']} in {row['seconds']}s{base}: {row['size_bytes'] / 2**20:.0f} MiB, "
+            f"{row['cached_steps']}/{row['steps']} steps cached" + (f", pushed {row['pushed']}" if row["pushed"] else "")
+        )
 
 
 @images_group.command("registry")
@@ -73,14 +88,22 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
 def registry_command(port: int) -> None:
     """Run a docker registry on 127.0.0.1:PORT until Ctrl-C."""
     registry = start_registry(STATE_DIR / "registry", port)
-    console.print(f"registry on {registry.address}; Ctrl-C stops it")
+    console.print(f"registry on {registry.address}; Ctrl-C (or SIGTERM) stops it")
+    # SIGTERM too: the registry runs in its own session, so it must be stopped by us, not orphaned.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         while registry.process.poll() is None:
             time.sleep(1)
     except KeyboardInterrupt:
         pass
+    else:
+        raise RegistryServerError(f"docker-registry exited by itself with {registry.process.returncode}; see {STATE_DIR / 'registry'}")
     finally:
         registry.stop()
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 @images_group.command("pull")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import docker
 
-from ..errors import AiaccError
+from ..errors import HostServiceError
 
 
-class EngineError(AiaccError):
-    exit_code = 8
+class EngineError(HostServiceError):
+    """dockerd could not be started or reached."""
 
 
 @dataclass
@@ -27,6 +27,7 @@ class Engine:
     client: docker.DockerClient
     process: subprocess.Popen | None = None
     log_path: Path | None = None
+    state_dir: Path | None = None
 
     @property
     def owned(self) -> bool:
@@ -43,6 +44,17 @@ class Engine:
             self.process.kill()
             self.process.wait()
         self.process = None
+        if self.state_dir is not None:
+            _unmount_under(self.state_dir)
+
+
+def _unmount_under(root: Path) -> None:
+    """Unmount what dockerd left mounted under its own state (it keeps exec/netns/default bound)."""
+    prefix = str(root.resolve()) + "/"
+    with open("/proc/self/mounts") as mounts:
+        points = [line.split()[1].replace("\\040", " ") for line in mounts]
+    for point in sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True):
+        subprocess.run(["umount", point], capture_output=True)
 
 
 def _client_for(socket: str, timeout: float = 600) -> docker.DockerClient | None:
@@ -83,9 +95,11 @@ def start_engine(state_dir: Path, socket: str = "/tmp/aiacc-build-docker.sock", 
             raise EngineError(f"dockerd exited with code {process.returncode}; its log ({log_path}) ends:\n{tail}")
         client = _client_for(socket)
         if client is not None:
-            return Engine(socket=socket, client=client, process=process, log_path=log_path)
+            return Engine(socket=socket, client=client, process=process, log_path=log_path, state_dir=state_dir)
         time.sleep(0.5)
     process.kill()
+    process.wait()
+    _unmount_under(state_dir)
     raise EngineError(f"dockerd did not answer on {socket} within {wait_s:.0f}s; see {log_path}")
 
 

@@ -11,22 +11,23 @@ from typing import Callable
 import docker
 
 from .. import naming
-from ..errors import AiaccError, UnsupportedCellError
+from ..errors import BuildError, UnsupportedCellError
 from ..render import pip
 from ..render.docker import LOCAL_DOCKERFILE, DockerImage, docker_images
 from ..render.support import BuildHost
-from .base import debian_base, ensure_base_image
+from .base import BaseImage, debian_base, ensure_base_image
 from .build import BuildResult, build_image
 from .wheelhouse import LoopbackServer, framework_wheelhouse, sha256_of
 
 
-class MissingWheelError(AiaccError):
-    exit_code = 6
+class MissingWheelError(BuildError):
+    """The wheel an image needs has not been built into dist/ yet."""
 
 
 @dataclass(frozen=True)
 class LocalBuild:
     image: DockerImage
+    base: BaseImage
     result: BuildResult
 
 
@@ -43,13 +44,49 @@ def local_images(cells, host: BuildHost, keys: tuple[str, ...] = ()) -> list[Doc
     return images
 
 
+def base_made_here(image: DockerImage) -> str | None:
+    """None when this machine makes the image's base; else why not (the image is built in CI)."""
+    if image.cell.cuda is not None:
+        return (
+            f"not supported here yet: the CUDA base {image.args['BASE_IMAGE']} (a CUDA toolkit inside the "
+            f"debootstrapped base) is not made on this machine; {image.tags[0]} is built in CI"
+        )
+    return None
+
+
+def buildable_images(images: list[DockerImage], mirror_root: Path, named: bool) -> tuple[list[DockerImage], dict[str, str]]:
+    """Split into the images to build now and the skipped ones (tag -> why, with the fix).
+
+    Images of cells the user named must all be buildable: one that is not fails loudly instead of
+    being skipped. Without names, nothing buildable at all is an error too.
+    """
+    ready: list[DockerImage] = []
+    skipped: dict[str, str] = {}
+    for image in images:
+        why_not = base_made_here(image)
+        if why_not is None:
+            try:
+                _wheels_of(image, mirror_root)
+            except MissingWheelError as exc:
+                why_not = str(exc)
+        if why_not is None:
+            ready.append(image)
+        elif named:
+            raise (UnsupportedCellError if image.cell.cuda is not None else MissingWheelError)(why_not)
+        else:
+            skipped[image.tags[0]] = why_not
+    if not ready:
+        raise MissingWheelError("no local image can be built now:\n" + "\n".join(f"- {why}" for why in skipped.values()))
+    return ready, skipped
+
+
 def _wheels_of(image: DockerImage, mirror_root: Path) -> list[Path]:
     paths = [mirror_root / naming.common_wheel_path(image.cell.release), mirror_root / naming.wheel_path(image.cell)]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise MissingWheelError(
             f"image {image.tags[0]} needs wheels that are not built: {', '.join(missing)}. "
-            f"Fix: aiacc-build build --release {image.cell.release_version} (then rerun)."
+            f"Fix: aiacc-build build --release {image.cell.release_version} --cells '{image.cell.key}' (then rerun)."
         )
     return paths
 
@@ -71,6 +108,12 @@ def build_local_images(
     port: int,
     on_line: Callable[[str], None] | None = None,
 ) -> list[LocalBuild]:
+    # Every input is checked before anything is built: a missing wheel fails before an hour of builds.
+    for image in images:
+        why_not = base_made_here(image)
+        if why_not is not None:
+            raise UnsupportedCellError(why_not)
+    wheels_of = {image.tags[0]: _wheels_of(image, mirror_root) for image in images}
     built: list[LocalBuild] = []
     with tempfile.TemporaryDirectory(prefix="aiacc-images-") as tmp:
         serve_root = Path(tmp) / "serve"
@@ -79,25 +122,18 @@ def build_local_images(
         context = _context(mirror_root, Path(tmp) / "context")
         with LoopbackServer(serve_root, port) as server:
             for image in images:
-                wheels = _wheels_of(image, mirror_root)
                 wheelhouse = framework_wheelhouse(pip.framework_install_args(image.cell.build), image.python, cache_dir / "wheelhouse")
                 link = serve_root / "wheelhouse"
                 if link.is_symlink():
                     link.unlink()
                 link.symlink_to(wheelhouse)
-                base_image = image.args["BASE_IMAGE"]
-                if image.cell.cuda is not None:
-                    raise UnsupportedCellError(
-                        f"not supported here yet: the CUDA base {base_image} (a toolkit inside the debootstrapped "
-                        f"base) is not made on this machine; {image.tags[0]} is built in CI"
-                    )
-                ensure_base_image(client, debian_base(image.os_type), base_image, cache_dir / "base")
+                base = ensure_base_image(client, debian_base(image.os_type), image.args["BASE_IMAGE"], cache_dir / "base")
                 args = dict(image.args)
                 args["PIP_FIND_LINKS"] = server.url("wheelhouse/")
                 args["PERSEUS_MIRROR"] = server.url("mirror")
-                args["PERSEUS_WHEEL_SHA256"] = " ".join(sha256_of(w) for w in wheels)
+                args["PERSEUS_WHEEL_SHA256"] = " ".join(sha256_of(w) for w in wheels_of[image.tags[0]])
                 result = build_image(
                     client, context, f"docker/{image.dockerfile}", image.tags[0], args, on_line=on_line, network_mode="host"
                 )
-                built.append(LocalBuild(image=image, result=result))
+                built.append(LocalBuild(image=image, base=base, result=result))
     return built

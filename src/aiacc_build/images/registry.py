@@ -12,11 +12,11 @@ from pathlib import Path
 
 import requests
 
-from ..errors import AiaccError
+from ..errors import HostServiceError
 
 
-class RegistryServerError(AiaccError):
-    exit_code = 8
+class RegistryServerError(HostServiceError):
+    """The local registry could not be started or reached."""
 
 
 CONFIG_TEMPLATE = """\
@@ -43,6 +43,8 @@ class LocalRegistry:
         return f"127.0.0.1:{self.port}"
 
     def stop(self) -> None:
+        if self.process.poll() is not None:
+            return
         self.process.send_signal(signal.SIGTERM)
         try:
             self.process.wait(timeout=15)
@@ -65,8 +67,8 @@ def start_registry(state_dir: Path, port: int | None = None, wait_s: float = 20)
     state_dir.mkdir(parents=True, exist_ok=True)
     config = state_dir / f"registry-{port}.yml"
     config.write_text(CONFIG_TEMPLATE.format(root=state_dir / "storage", port=port))
-    log = open(state_dir / f"registry-{port}.log", "ab")
-    process = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(state_dir / f"registry-{port}.log", "ab") as log:
+        process = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -11,14 +11,14 @@ from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from ..errors import AiaccError
+from ..errors import BuildError
 
 # A fixed port by default: the URLs are build arguments, and the same arguments keep the build cache.
 DEFAULT_PORT = 18765
 
 
-class WheelhouseError(AiaccError):
-    exit_code = 6
+class WheelhouseError(BuildError):
+    """The framework wheelhouse for an image build could not be prepared."""
 
 
 def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_dir: Path) -> Path:

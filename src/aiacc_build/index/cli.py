@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import ssl
 from pathlib import Path
 
 import click
@@ -13,7 +14,7 @@ from ..errors import ConfigurationError
 from ..naming import simple_index_dir
 from ..paths import DIST_DIR
 from .mirror import build_index
-from .serve import LOOPBACK, MirrorServer
+from .serve import LOOPBACK, MirrorServer, tls_context
 
 console = Console()
 
@@ -85,16 +86,31 @@ def index_cmd(release: str | None, dist_dir: Path, as_json: bool) -> None:
     show_default=True,
     help="Output root holding dist/<release>/.",
 )
-def serve_cmd(release: str | None, port: int, dist_dir: Path) -> None:
-    """Serve dist/<release>/ over HTTP on 127.0.0.1 (Ctrl-C stops), a local stand-in for the mirror URL."""
+@click.option(
+    "--certfile",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Serve HTTPS with this PEM certificate (chain); the install script then needs --ca-bundle for a private CA.",
+)
+@click.option(
+    "--keyfile",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The private key of --certfile (default: inside --certfile).",
+)
+def serve_cmd(release: str | None, port: int, dist_dir: Path, certfile: Path | None, keyfile: Path | None) -> None:
+    """Serve dist/<release>/ over HTTP (or HTTPS) on 127.0.0.1 (Ctrl-C stops), a local stand-in for the mirror URL."""
     release = release or default_release()
+    if keyfile is not None and certfile is None:
+        raise ConfigurationError("--keyfile needs --certfile")
     root = mirror_root(release, dist_dir)
     if not (root / "manifest.json").is_file():
         raise ConfigurationError(
             f"{root} is not an indexed mirror: run `aiacc-build build` and `aiacc-build index` first"
         )
     try:
-        server = MirrorServer(root, port, log_sink=lambda line: console.print(f"[dim]{line}[/]"))
+        tls = tls_context(certfile, keyfile) if certfile is not None else None
+        server = MirrorServer(root, port, log_sink=lambda line: console.print(f"[dim]{line}[/]"), tls=tls)
+    except ssl.SSLError as exc:
+        raise ConfigurationError(f"cannot use {certfile} / {keyfile or certfile} for TLS: {exc.reason}") from None
     except OSError as exc:
         raise ConfigurationError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}; pick another --port") from None
     console.print(f"serving {root} at [bold]{server.url}/[/]")

@@ -1,7 +1,8 @@
-"""install_AIACC-Training.sh: the release's cell table, argument handling, detection and decision.
+"""install_AIACC-Training.sh: the release's cell table, argument handling, and the installer program.
 
-The decision logic is scripts/install_decide.py, embedded verbatim (it runs under the user's Python,
-3.6 or newer). Installing itself is a later step: the script says so and exits with its own code.
+The program is scripts/install_decide.py (detection, decision) followed by scripts/install_apply.py
+(mirror, download, sha256 verification, pip, import check, rollback), embedded verbatim as one
+here-document: it runs under the user's Python, 3.6 or newer, with the standard library only.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from .output import RenderedFile
 from .templates import render
 
 DECIDE_PY = REPO_ROOT / "scripts" / "install_decide.py"
+APPLY_PY = REPO_ROOT / "scripts" / "install_apply.py"
+HEREDOC_END = "AIACC_INSTALLER_PY"
 # name -> (exit code, what it means); the script's --help lists them in this order.
 EXIT_CODES: dict[str, tuple[int, str]] = {
     "usage": (2, "bad arguments"),
@@ -23,7 +26,11 @@ EXIT_CODES: dict[str, tuple[int, str]] = {
     "no_framework": (5, "no framework (or not the one asked for) is installed for that Python"),
     "unsupported": (6, "this release has no build for an installed framework; the nearest cells are listed"),
     "externally_managed": (7, "a system Python that refuses pip (PEP 668): use a virtual environment"),
-    "not_supported_yet": (8, "installing is not supported yet by this script (use --dry-run)"),
+    "untrusted_mirror": (8, "the mirror is plain HTTP on another host, not a URL or folder, or its TLS certificate does not verify"),
+    "network": (9, "the mirror cannot be reached or read (after retries)"),
+    "checksum": (10, "a downloaded wheel's size or sha256 differs from the mirror's manifest; nothing was installed"),
+    "mirror_mismatch": (11, "the mirror's manifest disagrees with this script's table, or lacks the chosen wheel"),
+    "install_failed": (12, "pip or the import check failed; the environment was restored as it was"),
 }
 
 
@@ -43,11 +50,15 @@ def table_line(cell: Cell) -> str:
 
 
 @lru_cache(maxsize=1)
-def _decide_py() -> str:
-    text = DECIDE_PY.read_text(encoding="utf-8").rstrip("\n")
-    if any(line.strip() == "AIACC_DECIDE_PY" for line in text.splitlines()):
-        raise ValueError(f"{DECIDE_PY} must not contain the here-document terminator line AIACC_DECIDE_PY")
-    return text
+def installer_program() -> str:
+    """The Python the script runs: the decision part, then the installing part (one namespace)."""
+    parts = []
+    for path in (DECIDE_PY, APPLY_PY):
+        text = path.read_text(encoding="utf-8").rstrip("\n")
+        if any(line.strip() == HEREDOC_END for line in text.splitlines()):
+            raise ValueError(f"{path} must not contain the here-document terminator line {HEREDOC_END}")
+        parts.append(text)
+    return "\n\n\n".join(parts)
 
 
 def render_install_script(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
@@ -58,6 +69,7 @@ def render_install_script(release: ReleaseInfo, cells: tuple[Cell, ...] | list[C
         exit_codes={name: code for name, (code, _) in EXIT_CODES.items()},
         exit_help={name: text for name, (_, text) in EXIT_CODES.items()},
         common_wheel=naming.common_wheel_path(release),
-        decide_py=_decide_py(),
+        installer_py=installer_program(),
+        heredoc_end=HEREDOC_END,
     )
     return RenderedFile(path=naming.INSTALL_SCRIPT_NAME, content=content, kind="install-script", executable=True)

@@ -3,9 +3,14 @@
 # Rendered by `aiacc-build render` from the release matrix: do not edit.
 #
 # It detects the Python, every installed framework (torch, tensorflow, mxnet), the CUDA each was
-# built with (then the NVIDIA driver, then nvcc), picks the matching cell of the table below and
-# explains the decision. Run with --help for usage and exit codes.
+# built with (then the NVIDIA driver, then nvcc), picks the matching cell of the table below,
+# explains the decision, checks the mirror's manifest against the table, downloads and verifies
+# every wheel (size + sha256) before pip runs, installs them without touching the framework, and
+# checks the import; a failure leaves the environment as it was. Run with --help for usage and exit codes.
 set -euo pipefail
+
+# Nothing but pip's install writes into the user's environment (no __pycache__ of anything we run).
+export PYTHONDONTWRITEBYTECODE=1
 
 readonly RELEASE=2.0.0
 MIRROR_URL="${AIACC_MIRROR_URL:-https://ali-perseus-release.oss-cn-huhehaote.aliyuncs.com}"
@@ -16,8 +21,12 @@ readonly EXIT_NO_PIP=4
 readonly EXIT_NO_FRAMEWORK=5
 readonly EXIT_UNSUPPORTED=6
 readonly EXIT_EXTERNALLY_MANAGED=7
-readonly EXIT_NOT_SUPPORTED_YET=8
-readonly EXIT_CODES="usage=${EXIT_USAGE} no_python=${EXIT_NO_PYTHON} no_pip=${EXIT_NO_PIP} no_framework=${EXIT_NO_FRAMEWORK} unsupported=${EXIT_UNSUPPORTED} externally_managed=${EXIT_EXTERNALLY_MANAGED} not_supported_yet=${EXIT_NOT_SUPPORTED_YET}"
+readonly EXIT_UNTRUSTED_MIRROR=8
+readonly EXIT_NETWORK=9
+readonly EXIT_CHECKSUM=10
+readonly EXIT_MIRROR_MISMATCH=11
+readonly EXIT_INSTALL_FAILED=12
+readonly EXIT_CODES="usage=${EXIT_USAGE} no_python=${EXIT_NO_PYTHON} no_pip=${EXIT_NO_PIP} no_framework=${EXIT_NO_FRAMEWORK} unsupported=${EXIT_UNSUPPORTED} externally_managed=${EXIT_EXTERNALLY_MANAGED} untrusted_mirror=${EXIT_UNTRUSTED_MIRROR} network=${EXIT_NETWORK} checksum=${EXIT_CHECKSUM} mirror_mismatch=${EXIT_MIRROR_MISMATCH} install_failed=${EXIT_INSTALL_FAILED}"
 
 # The cells of this release, one per line: framework version cuda|cpu python|any arch folder/file
 CELL_TABLE="$(cat <<'AIACC_CELL_TABLE'
@@ -33,29 +42,41 @@ AIACC_CELL_TABLE
 
 usage() {
   cat <<USAGE
-Usage: bash install_AIACC-Training.sh [--dry-run] [--framework NAME] [PYTHON]
+Usage: bash install_AIACC-Training.sh [--dry-run] [--framework NAME] [--mirror URL|DIR]
+                                     [--ca-bundle PEM] [--uninstall] [PYTHON]
 
 Install AIACC-Training (Perseus) ${RELEASE} for the deep-learning frameworks installed for PYTHON
 (default: python3), matching each framework's exact version, its CUDA (or CPU) build, the Python
-version and the machine's architecture.
+version and the machine's architecture. With several frameworks installed, each gets its wheel.
+Run it again after upgrading a framework: the matching wheel replaces the old one.
 
 Options:
   -n, --dry-run         detect and explain the decision; install nothing
   --framework NAME      only this framework: torch (pytorch), tensorflow (tf) or mxnet (mx)
+  --mirror URL|DIR      where the wheels come from: an https:// URL, http:// only on this machine
+                        (127.0.0.1, ::1, localhost), or a local folder for offline installs
+                        (default ${MIRROR_URL})
+  --ca-bundle PEM       the certificate authorities to trust for an https:// mirror (a private CA)
+  --uninstall           remove the AIACC-Training wheels (of --framework only, if given); never a framework
   -h, --help            this text
 
 Environment:
-  AIACC_MIRROR_URL      where the wheels are downloaded from (default ${MIRROR_URL})
+  AIACC_MIRROR_URL      the mirror, when --mirror is not given
+  AIACC_CA_BUNDLE       the CA bundle, when --ca-bundle is not given
 
 Exit codes:
-  0  the decision was made (--dry-run)
+  0  installed, already up to date, uninstalled, or the decision was made (--dry-run)
   2  bad arguments
   3  no Python 3.6+ (the given command is missing, is not Python, or is too old)
   4  pip is not installed for that Python
   5  no framework (or not the one asked for) is installed for that Python
   6  this release has no build for an installed framework; the nearest cells are listed
   7  a system Python that refuses pip (PEP 668): use a virtual environment
-  8  installing is not supported yet by this script (use --dry-run)
+  8  the mirror is plain HTTP on another host, not a URL or folder, or its TLS certificate does not verify
+  9  the mirror cannot be reached or read (after retries)
+  10  a downloaded wheel's size or sha256 differs from the mirror's manifest; nothing was installed
+  11  the mirror's manifest disagrees with this script's table, or lacks the chosen wheel
+  12  pip or the import check failed; the environment was restored as it was
 USAGE
 }
 
@@ -67,6 +88,8 @@ die() {  # die CODE MESSAGE
 }
 
 dry_run=0
+uninstall=0
+ca_bundle="${AIACC_CA_BUNDLE:-}"
 framework=""
 python_cmd="python3"
 python_given=""
@@ -74,6 +97,15 @@ while [ "$#" -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     -n | --dry-run) dry_run=1 ;;
+    --uninstall) uninstall=1 ;;
+    --mirror | --ca-bundle)
+      [ "$#" -ge 2 ] && [ -n "$2" ] || die "$EXIT_USAGE" "$1 needs a value (see --help)"
+      if [ "$1" = "--mirror" ]; then MIRROR_URL="$2"; else ca_bundle="$2"; fi
+      shift
+      ;;
+    --mirror=?*) MIRROR_URL="${1#--mirror=}" ;;
+    --ca-bundle=?*) ca_bundle="${1#--ca-bundle=}" ;;
+    --mirror= | --ca-bundle=) die "$EXIT_USAGE" "${1%=} needs a value (see --help)" ;;
     --framework)
       [ "$#" -ge 2 ] || die "$EXIT_USAGE" "--framework needs a name: torch, tensorflow or mxnet"
       framework="$2"
@@ -109,28 +141,24 @@ case "$python_version" in
   [0-2].* | 3.[0-5]) die "$EXIT_NO_PYTHON" "'$python_cmd' is Python $python_version; AIACC-Training needs Python 3.6 or newer" ;;
 esac
 
-rc=0
-AIACC_CELL_TABLE="$CELL_TABLE" AIACC_RELEASE="$RELEASE" AIACC_MIRROR_URL="$MIRROR_URL" \
+exec env AIACC_CELL_TABLE="$CELL_TABLE" AIACC_RELEASE="$RELEASE" AIACC_MIRROR_URL="$MIRROR_URL" \
   AIACC_FRAMEWORK="$framework" AIACC_EXIT_CODES="$EXIT_CODES" AIACC_COMMON_WHEEL=perseus_common-2.0.0-py3-none-any.whl \
-  "$python_cmd" - <<'AIACC_DECIDE_PY' || rc=$?
+  AIACC_DRY_RUN="$dry_run" AIACC_UNINSTALL="$uninstall" AIACC_CA_BUNDLE="$ca_bundle" \
+  "$python_cmd" - <<'AIACC_INSTALLER_PY'
 # The decision half of install_AIACC-Training.sh, embedded in it by `aiacc-build render`.
 # It runs under the user's Python (3.6 or newer: no walrus, no f-string `=`, no capture_output) and
 # reads its inputs from the environment the script sets: AIACC_CELL_TABLE (one line per cell:
 # framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
 # AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ...").
 # It detects the Python, the installed frameworks and the CUDA they were built with (then the
-# driver, then nvcc), picks one cell per framework and explains it; the exit code tells the outcome.
+# driver, then nvcc), picks one cell per framework and explains it. install_apply.py (embedded after
+# it) fetches, verifies and installs what it chose.
 import os
 import platform
 import re
 import subprocess
 import sys
 import sysconfig
-
-try:
-    from urllib.parse import quote
-except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
-    quote = None
 
 EXIT = dict(item.split("=") for item in os.environ.get("AIACC_EXIT_CODES", "").split())
 FRAMEWORKS = ("torch", "tensorflow", "mxnet")
@@ -441,14 +469,10 @@ def decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cud
     return None, None
 
 
-def wheel_url(mirror, path):
-    return mirror.rstrip("/") + "/" + quote(path, safe="/")
-
-
-def main():
+def detect_and_decide():
+    """Detect, decide and explain: [(framework, cell, how the CUDA was picked)], one per framework to install."""
     cells = load_table()
     release = os.environ["AIACC_RELEASE"]
-    mirror = os.environ["AIACC_MIRROR_URL"]
     wanted = os.environ.get("AIACC_FRAMEWORK", "")
     python = "%d.%d" % sys.version_info[:2]
     arch = host_arch()
@@ -506,10 +530,11 @@ def main():
 
     for framework, cell, how in chosen:
         say("decision:   %s -> %s%s" % (framework, cell.path, "  (CUDA picked by " + how + ")" if how else ""))
-    say("would install: %s" % wheel_url(mirror, os.environ["AIACC_COMMON_WHEEL"]))
-    for _, cell, _ in chosen:
-        say("               %s" % wheel_url(mirror, cell.path))
+    return chosen
 
+
+def check_pip():
+    """pip exists for this Python and may install into it (PEP 668)."""
     try:
         import importlib.util
         has_pip = importlib.util.find_spec("pip") is not None
@@ -526,15 +551,451 @@ def main():
              "PIP_BREAK_SYSTEM_PACKAGES=1 with pip install --user" % (sys.executable, marker, sys.executable))
 
 
+# The installing half of install_AIACC-Training.sh, embedded after install_decide.py (one program, one
+# namespace: it uses say/fail/installed_distributions/detect_and_decide from there). Python 3.6+,
+# standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_UNINSTALL ("1" or ""),
+# AIACC_CA_BUNDLE (a PEM file, or empty).
+#
+# The order makes every failure leave the environment as it was: fetch the mirror's manifest, check it
+# against the embedded table, download every wheel and verify size + sha256 BEFORE pip runs; back up
+# the installed perseus distributions; let pip install the verified local files (--no-index
+# --no-deps --require-hashes: no network, never the framework); check the import; on any failure
+# after pip started, uninstall what was installed and put the backup back.
+import csv
+import hashlib
+import ipaddress
+import json
+import shutil
+import ssl
+import tempfile
+import time
+
+try:
+    from urllib.error import HTTPError, URLError
+    from urllib.parse import quote, urlsplit
+    from urllib.request import HTTPSHandler, ProxyHandler, Request, build_opener, url2pathname
+except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
+    raise SystemExit("Python 3 is required")
+
+PERSEUS_DISTRIBUTIONS = ("perseus-common", "perseus-torch", "perseus-tensorflow", "perseus-mxnet")
+RETRIES = 3
+RETRY_DELAY_SECONDS = 1.0
+TIMEOUT_SECONDS = 60
+CHUNK = 1 << 20
+
+# One op through the binding, as a user's first step would (run with the user's Python, no .pyc writes).
+IMPORT_CHECKS = {
+    "torch": (
+        "import perseus, perseus.torch, torch\n"
+        "from perseus.torch import _native\n"
+        "ops = _native.load()\n"
+        "src = torch.tensor([0.5, -1.25, 7.0e4, float('inf')])\n"
+        "dst = torch.empty(4, dtype=torch.float16)\n"
+        "bad = int(ops.compress(src, dst, 2.0))\n"
+        "assert torch.equal(dst, (src * 2.0).to(torch.float16)) and bad == 2, (dst, bad)\n"
+        "print('perseus %s: perseus.torch compress fp32->fp16 ok (torch %s)' % (perseus.__version__, torch.__version__))\n"
+    ),
+    "tensorflow": "import perseus, perseus.tensorflow\nprint('perseus %s: perseus.tensorflow ok' % perseus.__version__)\n",
+    "mxnet": "import perseus, perseus.mxnet\nprint('perseus %s: perseus.mxnet ok' % perseus.__version__)\n",
+}
+
+
+# --- the mirror ------------------------------------------------------------------------------------
+
+class Mirror(object):
+    """Where the release is published: an https:// URL, an http:// URL on a loopback host, or a local
+    folder (a path or file://) for offline installs."""
+
+    def __init__(self, location, ca_bundle):
+        self.location = location
+        self.folder = None
+        self.opener = None
+        if location.startswith("file://"):
+            self.folder = url2pathname(urlsplit(location).path)
+        elif "://" not in location:
+            self.folder = os.path.abspath(location)
+        else:
+            parts = urlsplit(location)
+            if parts.scheme not in ("https", "http"):
+                fail("untrusted_mirror", "mirror %s: only https:// URLs (http:// on 127.0.0.1 / ::1 / localhost) "
+                     "and local folders are mirrors" % location)
+            if parts.scheme == "http" and not is_loopback(parts.hostname):
+                fail("untrusted_mirror", "mirror %s is plain HTTP on a host that is not this machine: wheels would "
+                     "travel unauthenticated. Use its https:// URL (with --ca-bundle for a private CA), or a "
+                     "local folder" % location)
+            if ca_bundle and not os.path.isfile(ca_bundle):
+                fail("usage", "--ca-bundle %s: no such file" % ca_bundle)
+            # --ca-bundle replaces the system's certificate authorities, as pip's --cert does.
+            handlers = [HTTPSHandler(context=ssl.create_default_context(cafile=ca_bundle or None))]
+            if is_loopback(parts.hostname):
+                handlers.append(ProxyHandler({}))  # this machine's own server: never through a proxy
+            self.opener = build_opener(*handlers)
+        if self.folder is not None and not os.path.isdir(self.folder):
+            fail("network", "mirror folder %s does not exist (give the folder that holds manifest.json, "
+                 "e.g. dist/<release>)" % self.folder)
+
+    def where(self, path):
+        """The URL (or file) of a path relative to the mirror root; `+` is sent as %2B."""
+        if self.folder is not None:
+            return os.path.join(self.folder, *path.split("/"))
+        return self.location.rstrip("/") + "/" + quote(path, safe="/")
+
+    def fetch(self, path, sink):
+        """Write the file at `path` to the callable `sink` chunk by chunk, retrying network failures."""
+        where = self.where(path)
+        if self.folder is not None:
+            try:
+                with open(where, "rb") as handle:
+                    for chunk in iter(lambda: handle.read(CHUNK), b""):
+                        sink(chunk)
+                return
+            except (IOError, OSError) as error:
+                fail("network", "cannot read %s from the mirror folder: %s" % (where, error))
+        last = None
+        for attempt in range(1, RETRIES + 1):
+            try:
+                request = Request(where, headers={"User-Agent": "install_AIACC-Training.sh/" + os.environ["AIACC_RELEASE"]})
+                with self.opener.open(request, timeout=TIMEOUT_SECONDS) as response:
+                    for chunk in iter(lambda: response.read(CHUNK), b""):
+                        sink(chunk)
+                return
+            except HTTPError as error:
+                if error.code < 500:
+                    fail("mirror_mismatch", "the mirror has no %s (HTTP %d %s): is %s a mirror of AIACC-Training %s?"
+                         % (where, error.code, error.reason, self.location, os.environ["AIACC_RELEASE"]))
+                last = "HTTP %d %s" % (error.code, error.reason)
+            except (URLError, OSError) as error:
+                reason = getattr(error, "reason", error)
+                if isinstance(reason, ssl.SSLError) and "CERTIFICATE_VERIFY_FAILED" in str(reason):
+                    fail("untrusted_mirror", "the TLS certificate of %s could not be verified (%s). If the mirror "
+                         "uses a private certificate authority, pass its certificate: --ca-bundle CA.pem "
+                         "(or AIACC_CA_BUNDLE)" % (self.location, getattr(reason, "verify_message", None) or reason))
+                last = str(reason)
+            if attempt < RETRIES:
+                say("retry:      %s failed (%s); attempt %d of %d" % (where, last, attempt + 1, RETRIES))
+                time.sleep(RETRY_DELAY_SECONDS * attempt)
+        fail("network", "cannot download %s after %d attempts: %s. Check the network or the mirror (--mirror URL, "
+             "or a local folder for offline installs)" % (where, RETRIES, last))
+
+    def read_json(self, path):
+        parts = []
+        self.fetch(path, parts.append)
+        try:
+            return json.loads(b"".join(parts).decode("utf-8"))
+        except ValueError as error:
+            fail("mirror_mismatch", "%s is not valid JSON (%s): is %s an AIACC-Training mirror?" % (self.where(path), error, self.location))
+
+    def download(self, path, expected_size, expected_sha256, folder):
+        """Download into `folder`; the file must have exactly the manifest's size and sha256."""
+        target = os.path.join(folder, path.split("/")[-1])
+        digest = hashlib.sha256()
+        state = {"size": 0}
+        with open(target, "wb") as out:
+            def sink(chunk):
+                state["size"] += len(chunk)
+                if state["size"] > expected_size:
+                    fail("checksum", "%s is larger than the %d bytes the mirror's manifest gives: tampered or "
+                         "replaced; nothing was installed" % (self.where(path), expected_size))
+                digest.update(chunk)
+                out.write(chunk)
+            self.fetch(path, sink)
+        if state["size"] != expected_size:
+            fail("checksum", "%s has %d bytes, the mirror's manifest gives %d: truncated download or damaged mirror; "
+                 "nothing was installed" % (self.where(path), state["size"], expected_size))
+        if digest.hexdigest() != expected_sha256:
+            fail("checksum", "%s: sha256 %s, the mirror's manifest gives %s: tampered or damaged file; nothing "
+                 "was installed" % (self.where(path), digest.hexdigest(), expected_sha256))
+        return target
+
+
+def is_loopback(host):
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host or "").is_loopback
+    except ValueError:
+        return False
+
+
+# --- the manifest against the embedded table -------------------------------------------------------
+
+def table_entry(framework, version, cuda, python, arch):
+    return (framework, version, cuda or "cpu", python or "any", arch)
+
+
+def check_manifest(manifest, cells, release, common_path):
+    """The mirror publishes this script's release, built from the same table. Returns {path: record}."""
+    if manifest.get("release") != release:
+        fail("mirror_mismatch", "the mirror publishes AIACC-Training %s, this script installs %s: use the install "
+             "script that mirror publishes, or the mirror of release %s" % (manifest.get("release"), release, release))
+    mine = dict((table_entry(c.framework, c.version, c.accel, c.python, c.arch), c.path) for c in cells)
+    theirs = dict((table_entry(r["framework"], r["framework_version"], r.get("cuda"), r.get("python"), r["arch"]), r["path"])
+                  for r in manifest.get("cells", []))
+    differences = []
+    for key in sorted(set(mine) | set(theirs)):
+        if mine.get(key) != theirs.get(key):
+            differences.append("  %s: this script %s, the mirror %s" % (" ".join(key), mine.get(key, "(no cell)"), theirs.get(key, "(no cell)")))
+    common = manifest.get("common", {})
+    if common.get("path") != common_path:
+        differences.append("  perseus-common: this script %s, the mirror %s" % (common_path, common.get("path")))
+    if differences:
+        fail("mirror_mismatch", "the mirror's manifest.json and this script's table of AIACC-Training %s disagree "
+             "(%d differences):\n%s\nDownload the install script from the same mirror, or point --mirror at the "
+             "mirror this script came from" % (release, len(differences), "\n".join(differences[:10])))
+    records = dict((r["path"], r) for r in manifest["cells"])
+    records[common_path] = dict(common, status="built")
+    return records
+
+
+# --- what is installed, and its backup -------------------------------------------------------------
+
+def installed_perseus():
+    """{normalised name: (name, version, dist-info folder)} of the perseus distributions this Python sees."""
+    found = {}
+    for entry in sys.path:
+        if not entry or not os.path.isdir(entry):
+            continue
+        for child in sorted(os.listdir(entry)):
+            if not child.endswith(".dist-info"):
+                continue
+            name, _, rest = child[: -len(".dist-info")].partition("-")
+            key = normalise(name)
+            if key in PERSEUS_DISTRIBUTIONS and key not in found:
+                found[key] = (name, rest, os.path.join(entry, child))
+    return found
+
+
+class Backup(object):
+    """A copy of every file an installed distribution's RECORD lists, to put back after a failed change."""
+
+    def __init__(self, folder):
+        self.folder = folder
+        self.files = []  # (original path, copy)
+
+    def add(self, dist_info):
+        site = os.path.dirname(dist_info)
+        with open(os.path.join(dist_info, "RECORD"), newline="") as handle:
+            for row in csv.reader(handle):
+                if not row:
+                    continue
+                original = os.path.normpath(os.path.join(site, row[0]))
+                if not os.path.isfile(original):
+                    continue
+                copy = os.path.join(self.folder, str(len(self.files)))
+                shutil.copy2(original, copy)
+                self.files.append((original, copy))
+
+    def restore(self):
+        for original, copy in self.files:
+            parent = os.path.dirname(original)
+            if not os.path.isdir(parent):
+                os.makedirs(parent)
+            shutil.copy2(copy, original)
+
+
+# --- pip -------------------------------------------------------------------------------------------
+
+def pip(*args):
+    """Run this Python's pip quietly; (exit code, output)."""
+    env = dict(os.environ, PIP_DISABLE_PIP_VERSION_CHECK="1", PIP_NO_INPUT="1", PYTHONDONTWRITEBYTECODE="1")
+    proc = subprocess.Popen([sys.executable, "-m", "pip"] + list(args), stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+    out, _ = proc.communicate()
+    return proc.returncode, out
+
+
+def pip_install_verified(files, folder):
+    """pip installs exactly these downloaded files, checking their sha256 itself: no index, no
+    dependencies. Pinned by name and version from the download folder, so `pip freeze` shows
+    `name==version` rather than a temporary file URL."""
+    requirements = os.path.join(folder, "requirements.txt")
+    with open(requirements, "w") as handle:
+        for path, sha256 in files:
+            handle.write("%s==%s --hash=sha256:%s\n" % (wheel_project(path), wheel_version(path), sha256))
+    return pip("install", "--no-index", "--find-links", os.path.dirname(files[0][0]), "--no-deps",
+               "--require-hashes", "--no-cache-dir", "-r", requirements)
+
+
+def wheel_version(path):
+    """perseus_torch-2.0.0+2.13.0-cp311-... -> 2.0.0+2.13.0 (wheel file names escape nothing else here)."""
+    return os.path.basename(path).split("-")[1]
+
+
+def wheel_project(path):
+    return normalise(os.path.basename(path).split("-")[0])
+
+
+def missing_requirements(wheel_file):
+    """Requires-Dist of a perseus wheel that are not installed (only python_version markers are evaluated)."""
+    import zipfile
+    with zipfile.ZipFile(wheel_file) as archive:
+        name = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")][0]
+        metadata = archive.read(name).decode("utf-8")
+    installed = installed_distributions()
+    missing = []
+    for line in metadata.splitlines():
+        if not line.startswith("Requires-Dist:"):
+            continue
+        requirement, _, marker = line.split(":", 1)[1].partition(";")
+        project = normalise(re.split(r"[\s<>=!~\[(]", requirement.strip(), 1)[0])
+        if project in PERSEUS_DISTRIBUTIONS or not marker_applies(marker):
+            continue
+        if project not in installed:
+            missing.append(requirement.strip())
+    return missing
+
+
+def marker_applies(marker):
+    marker = marker.strip()
+    if not marker:
+        return True
+    match = re.match(r"""^python_version\s*(<=|>=|<|>|==|!=)\s*['"]([0-9.]+)['"]$""", marker)
+    if not match:
+        return True  # a marker this script cannot evaluate: require the dependency, and say so if missing
+    mine, theirs = tuple(sys.version_info[:2]), numbers(match.group(2))
+    return {"<": mine < theirs, "<=": mine <= theirs, ">": mine > theirs, ">=": mine >= theirs,
+            "==": mine == theirs, "!=": mine != theirs}[match.group(1)]
+
+
+def check_import(frameworks):
+    """Import perseus and each binding, run one op, and run both commands; [problems]."""
+    problems = []
+    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
+    for framework in frameworks:
+        proc = subprocess.Popen([sys.executable, "-c", IMPORT_CHECKS[framework]], stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+        out, _ = proc.communicate()
+        if proc.returncode != 0:
+            problems.append("import perseus.%s failed:\n%s" % (framework, indent(out)))
+        else:
+            say("check:      " + out.strip().splitlines()[-1])
+    scripts = sysconfig.get_path("scripts")
+    for command in ("perseus", "perseusrun"):
+        path = os.path.join(scripts, command)
+        out = run([path, "--help"])
+        if out is None:
+            problems.append("%s --help does not run (%s)" % (command, path))
+    if not problems:
+        say("check:      perseus and perseusrun run (%s)" % scripts)
+    return problems
+
+
+def indent(text):
+    return "\n".join("    " + line for line in text.strip().splitlines()[-15:])
+
+
+# --- install / uninstall ---------------------------------------------------------------------------
+
+def install(chosen, mirror, release):
+    common_path = os.environ["AIACC_COMMON_WHEEL"]
+    manifest = mirror.read_json("manifest.json")
+    records = check_manifest(manifest, load_table(), release, common_path)
+    say("mirror:     %s (manifest of AIACC-Training %s agrees with this script)" % (mirror.location, release))
+
+    paths = [common_path] + [cell.path for _, cell, _ in chosen]
+    for path in paths[1:]:
+        record = records[path]
+        if record.get("status") != "built":
+            fail("mirror_mismatch", "the mirror does not publish %s yet (%s): %s. Install from a mirror that "
+                 "has it, or pass --framework for the others" % (path, record.get("status"), record.get("reason", "")))
+
+    before = installed_perseus()
+    wanted = dict((wheel_project(p), (p, wheel_version(p))) for p in paths)
+    to_install = [p for key, (p, version) in sorted(wanted.items()) if before.get(key, (None, None))[1] != version]
+    for key, (path, version) in sorted(wanted.items()):
+        if path not in to_install:
+            say("installed:  %s %s already (up to date)" % (before[key][0], version))
+
+    folder = tempfile.mkdtemp(prefix="aiacc-install-")
+    try:
+        files = []
+        for path in to_install:
+            record = records[path]
+            say("download:   %s (%d bytes)" % (mirror.where(path), record["size"]))
+            files.append((mirror.download(path, record["size"], record["sha256"], folder), record["sha256"]))
+            say("verified:   sha256 %s" % record["sha256"])
+        missing = [m for local, _ in files for m in missing_requirements(local)]
+        if missing:
+            fail("install_failed", "the perseus wheels need %s, which %s lacks: install %s first (pip install %s) and "
+                 "run the script again; nothing was installed" % (", ".join(missing), sys.executable,
+                                                                 "them" if len(missing) > 1 else "it", " ".join(missing)))
+        if files:
+            replaced = [wheel_project(p) for p in to_install if wheel_project(p) in before]
+            apply_change(files, replaced, before, [f for f, _, _ in chosen], folder)
+        else:
+            problems = check_import([f for f, _, _ in chosen])
+            if problems:
+                fail("install_failed", "AIACC-Training %s is installed but does not work:\n%s\nReinstall with "
+                     "--uninstall, then run the script again" % (release, "\n".join(problems)))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    say("done:       AIACC-Training %s is installed for %s" % (release, sys.executable))
+
+
+def apply_change(files, replaced, before, frameworks, folder):
+    """pip-install the verified files; if pip or the import check fails, put the previous state back."""
+    backup = Backup(os.path.join(folder, "backup"))
+    os.makedirs(backup.folder)
+    for key in replaced:
+        backup.add(before[key][2])
+        say("backup:     %s %s" % (before[key][0], before[key][1]))
+    code, out = pip_install_verified(files, folder)
+    problems = [] if code == 0 else ["pip install failed (exit %d):\n%s" % (code, indent(out))]
+    if not problems:
+        now = installed_perseus()
+        problems = ["pip left %s %s installed, not %s" % (wheel_project(f), now.get(wheel_project(f), (None, "nothing"))[1], wheel_version(f))
+                    for f, _ in files if now.get(wheel_project(f), (None, None))[1] != wheel_version(f)]
+    if not problems:
+        say("pip:        installed " + ", ".join(os.path.basename(f) for f, _ in files))
+        problems = check_import(frameworks)
+    if not problems:
+        return
+    names = [wheel_project(f) for f, _ in files]
+    pip("uninstall", "-y", *names)
+    backup.restore()
+    restored = ", ".join("%s %s" % (before[key][0], before[key][1]) for key in replaced) or "nothing was installed before"
+    fail("install_failed", "%s\nThe environment is as it was (restored: %s)." % ("\n".join(problems), restored))
+
+
+def uninstall(frameworks):
+    """Remove the perseus wheels of the named frameworks (all when none is named); never a framework."""
+    installed = installed_perseus()
+    bindings = [k for k in installed if k != "perseus-common"]
+    if frameworks:
+        remove = [k for k in bindings if k == "perseus-" + frameworks[0]]
+        if not [k for k in bindings if k not in remove]:
+            remove += [k for k in installed if k == "perseus-common"]
+    else:
+        remove = list(installed)
+    if not remove:
+        say("uninstall:  no AIACC-Training wheel is installed for %s%s" % (sys.executable, " and " + frameworks[0] if frameworks else ""))
+        return
+    code, out = pip("uninstall", "-y", *[installed[k][0] for k in remove])
+    if code != 0:
+        fail("install_failed", "pip uninstall failed (exit %d):\n%s" % (code, indent(out)))
+    for key in remove:
+        say("removed:    %s %s" % (installed[key][0], installed[key][1]))
+
+
+def main():
+    release = os.environ["AIACC_RELEASE"]
+    wanted = os.environ.get("AIACC_FRAMEWORK", "")
+    if os.environ.get("AIACC_UNINSTALL") == "1":
+        say("AIACC-Training %s uninstaller (%s)" % (release, sys.executable))
+        check_pip()
+        uninstall([wanted] if wanted else [])
+        return
+    mirror = Mirror(os.environ["AIACC_MIRROR_URL"], os.environ.get("AIACC_CA_BUNDLE", ""))
+    chosen = detect_and_decide()
+    for path in [os.environ["AIACC_COMMON_WHEEL"]] + [cell.path for _, cell, _ in chosen]:
+        say("wheel:      %s" % mirror.where(path))
+    check_pip()
+    if os.environ.get("AIACC_DRY_RUN") == "1":
+        say("dry run: nothing was installed")
+        return
+    install(chosen, mirror, release)
+
+
 if __name__ == "__main__":
     main()
-AIACC_DECIDE_PY
-if [ "$rc" -ne 0 ]; then
-  exit "$rc"
-fi
-
-if [ "$dry_run" -eq 1 ]; then
-  echo "dry run: nothing was installed"
-  exit 0
-fi
-die "$EXIT_NOT_SUPPORTED_YET" "not supported yet: installing (download, checksum verification and pip install come in a later release of this script); --dry-run shows the decision"
+AIACC_INSTALLER_PY
