@@ -211,8 +211,8 @@ def main() -> None:
             f"{o.name:<14}{o.seconds:>10.2f}{base / o.seconds:>15.1f}{o.cores:>13}{o.built:>14}{o.reused:>8}"
             f"{o.compiles:>13}"
         )
-    ccache_on = bool(compiler_cache_env(BuildCache(cache_dir)))
-    print(f"compiler cache (ccache) {'on' if ccache_on else 'off (AIACC_NO_CCACHE=1 or no ccache)'} in the cached scenarios")
+    ccache = "on" if compiler_cache_env(BuildCache(cache_dir)) else "off (AIACC_NO_CCACHE=1 or no ccache)"
+    print(f"compiler cache (ccache) {ccache} in the cached scenarios")
     print(
         "\n`aiacc-build build --offline` no-op on the default local matrix "
         f"(new process, plans all 2.0.0 cells): {cli:.2f}s"

@@ -27,8 +27,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import re
 import os
+import re
 import shutil
 import sys
 import time
@@ -89,7 +89,9 @@ class Row:
         framework = p.framework.filename if p.framework else p.cell.build.requirement
         abi = facts.abi_label if facts else ("pre-cxx11" if p.cell.build.cxx11_abi is False else "cxx11")
         if r is not None:
-            toolkit = f"nvcc {p.cuda_compiler.version}" if p.cuda_compiler else "CPU (" + r.toolchain.split(" / ")[0] + ")"
+            toolkit = (
+                f"nvcc {p.cuda_compiler.version}" if p.cuda_compiler else "CPU (" + r.toolchain.split(" / ")[0] + ")"
+            )
             steps = ", ".join(f"{name} {t:.0f}" for name, t in r.steps.items() if t >= 0.5)
             test = r.smoke.output.splitlines()[-1] if r.smoke and r.smoke.output else "not run"
             return [self.key, framework, abi, toolkit, human_size(r.size), f"{r.seconds:.0f} s ({steps})", test]
@@ -122,7 +124,15 @@ class ProbeRow:
         steps = ", ".join(f"{name} {t:.0f}" for name, t in self.steps.items() if t >= 0.5)
         result = self.test if self.ok else f"failed: {self.error}"
         size = human_size(self.size) if self.size else "-"
-        return [f"probe {self.key} (not a cell)", self.framework_file, abi, made, size, f"{self.seconds:.0f} s ({steps})", result or ""]
+        return [
+            f"probe {self.key} (not a cell)",
+            self.framework_file,
+            abi,
+            made,
+            size,
+            f"{self.seconds:.0f} s ({steps})",
+            result or "",
+        ]
 
 
 def first_error(text: str) -> str:
@@ -159,13 +169,17 @@ def probe(release_version: str, key: str, cache: BuildCache, native: Path, work:
 
     try:
         toolchain = detect_toolchain(None)
-        core = step("core", lambda: build_core(native, toolchain, BUILD_TYPE, release_version, cache, jobs, tree_digest))
+        core = step(
+            "core", lambda: build_core(native, toolchain, BUILD_TYPE, release_version, cache, jobs, tree_digest)
+        )
         spec = read_binding_spec(native / "bindings" / cell.framework.value)
         envs = step("build env", lambda: ensure_binding_envs(interpreter, artifact, spec, cache))
         backend = envs.backend_python if envs.backend else None
         out = work / "probes" / cell.key.replace("/", "_")
         shutil.rmtree(out, ignore_errors=True)
-        raw = step("binding", lambda: build_binding(cpu, spec, envs, core, toolchain, BUILD_TYPE, cache, out / "raw", jobs))
+        raw = step(
+            "binding", lambda: build_binding(cpu, spec, envs, core, toolchain, BUILD_TYPE, cache, out / "raw", jobs)
+        )
         repaired = step(
             "repair",
             lambda: repair_and_retag(raw, out / "repaired", wheel_filename(cpu), spec.library_path(envs.framework)),
@@ -242,7 +256,10 @@ def main() -> int:
     parser.add_argument("--no-probes", action="store_true", help="only the cells, no probes")
     parser.add_argument("--no-cells", action="store_true", help="only the probes")
     parser.add_argument(
-        "--probe", action="append", metavar="RELEASE/KEY", help="probe these cells instead (1.5.0/torch-1.4.0/cuda10.1/py3.7/x86_64)"
+        "--probe",
+        action="append",
+        metavar="RELEASE/KEY",
+        help="probe these cells instead (1.5.0/torch-1.4.0/cuda10.1/py3.7/x86_64)",
     )
     args = parser.parse_args()
     if os.environ.get("AIACC_OPTIN") != "1":
@@ -251,7 +268,13 @@ def main() -> int:
     started = time.perf_counter()
     chosen = [(p.split("/", 1)[0], p.split("/", 1)[1]) for p in args.probe] if args.probe else None
     rows = run(
-        args.work, args.jobs, DEFAULT_CACHE_DIR / "uv", args.native.resolve(), not args.no_probes, not args.no_cells, chosen
+        args.work,
+        args.jobs,
+        DEFAULT_CACHE_DIR / "uv",
+        args.native.resolve(),
+        not args.no_probes,
+        not args.no_cells,
+        chosen,
     )
     print(markdown(rows))
     built = [r for r in rows if isinstance(r, Row) and r.result is not None]
@@ -270,7 +293,11 @@ def main() -> int:
         args.json.write_text(
             json.dumps(
                 [
-                    dict(zip(HEADER, r.cells()), ok=r.ok, steps=r.steps if isinstance(r, ProbeRow) else (r.result.steps if r.result else None))
+                    dict(
+                        zip(HEADER, r.cells()),
+                        ok=r.ok,
+                        steps=r.steps if isinstance(r, ProbeRow) else (r.result.steps if r.result else None),
+                    )
                     for r in rows
                 ],
                 indent=2,

@@ -61,7 +61,9 @@ def make_wheel(folder: Path, tag: str) -> Path:
     files = {
         "demo/__init__.py": b"",
         "demo-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
-        "demo-1.0.dist-info/WHEEL": f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n".encode(),
+        "demo-1.0.dist-info/WHEEL": (
+            f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+        ),
     }
     record = "\n".join([*(_record_line(n, d) for n, d in files.items()), "demo-1.0.dist-info/RECORD,,"]) + "\n"
     with zipfile.ZipFile(folder / name, "w") as zf:
@@ -79,7 +81,9 @@ def test_retag_rewrites_python_abi_and_platform(tmp_path):
     with zipfile.ZipFile(new) as zf:
         assert "Tag: cp36-cp36m-linux_x86_64" in zf.read("demo-1.0.dist-info/WHEEL").decode()
     # the platform alone where only it differs
-    same_python = retag(make_wheel(tmp_path, "cp311-cp311-manylinux_2_34_x86_64"), Tag("cp311", "cp311", "linux_x86_64"))
+    same_python = retag(
+        make_wheel(tmp_path, "cp311-cp311-manylinux_2_34_x86_64"), Tag("cp311", "cp311", "linux_x86_64")
+    )
     assert same_python.name == "demo-1.0-cp311-cp311-linux_x86_64.whl"
 
 

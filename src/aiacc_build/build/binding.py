@@ -110,7 +110,9 @@ def config_settings(core_prefix: Path, build_dir: Path, build_type: str, toolcha
     return settings
 
 
-def build_environment(cell: Cell, jobs: int, spec: BindingSpec | None = None, envs: BindingEnvs | None = None) -> dict[str, str]:
+def build_environment(
+    cell: Cell, jobs: int, spec: BindingSpec | None = None, envs: BindingEnvs | None = None
+) -> dict[str, str]:
     """The binding's metadata provider reads the release from PERSEUS_RELEASE (version `<release>+<torch>`);
     a backend in another env is told where the framework is and which Python the wheel is for."""
     env = {"PERSEUS_RELEASE": cell.release_version, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}

@@ -220,7 +220,9 @@ class Builder:
                     self.options.jobs,
                 )  # fmt: skip
             with clock("repair"):
-                repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(envs.framework))
+                repaired = repair_and_retag(
+                    raw, path / "repaired", wheel_filename(cell), spec.library_path(envs.framework)
+                )
             final = path / wheel_filename(cell)
             repaired.wheel.replace(final)
             shutil.rmtree(path / "raw")

@@ -83,7 +83,9 @@ def facts_of_installed(framework: Framework, site_packages: Path) -> FrameworkFa
     return parse_torch_facts(version_py.read_text(), config.read_text() if config.is_file() else None)
 
 
-def read_facts(framework: Framework, artifact: FrameworkArtifact, cache_dir: Path, offline: bool) -> FrameworkFacts | str | None:
+def read_facts(
+    framework: Framework, artifact: FrameworkArtifact, cache_dir: Path, offline: bool
+) -> FrameworkFacts | str | None:
     """The facts of a framework file; a string says why they could not be read; None: no reader for it."""
     if framework is not Framework.TORCH:
         return None

@@ -104,7 +104,9 @@ def backend_interpreter(target: Interpreter) -> Interpreter:
     if tuple(int(p) for p in target.python.split(".")) >= BACKEND_MIN_PYTHON:
         return target
     own = f"{sys.version_info.major}.{sys.version_info.minor}"
-    return find_interpreter(own) or Interpreter(python=own, version=platform.python_version(), executable=Path(sys.executable))
+    return find_interpreter(own) or Interpreter(
+        python=own, version=platform.python_version(), executable=Path(sys.executable)
+    )
 
 
 def _first_line(cmd: list[str]) -> str:
