@@ -94,7 +94,10 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     times: List[float] = []
     cpu: List[float] = []
     loss_value = float("nan")
+    sent_before = 0
     for step in range(warmup + steps):
+        if step == warmup:
+            sent_before = _tx_bytes()
         g = torch.Generator().manual_seed(1000 * step + rank)
         x = torch.randn(batch, 1024, generator=g)
         y = (x @ teacher).argmax(dim=1)
@@ -108,10 +111,16 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
         if step >= warmup:
             times.append(elapsed)
             cpu.append(elapsed_cpu)
+    sent_per_step = (_tx_bytes() - sent_before) / max(1, steps)
     numel = sum(p.numel() for p in model.parameters())
     if rank == 0:
-        print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel}),
-              flush=True)
+        print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel,
+                          "sent_per_step": sent_per_step}), flush=True)
+
+
+def _tx_bytes() -> int:
+    """Bytes this namespace's eth0 has sent (`ip netns exec` mounts the namespace's own /sys)."""
+    return int(Path("/sys/class/net/eth0/statistics/tx_bytes").read_text())
     dist.destroy_process_group()
 
 
@@ -167,13 +176,15 @@ def main() -> None:
             for variant in order:
                 port += 10
                 found = run_variant(link, variant, args, port)
-                merged = results.setdefault(variant, {"times": [], "cpu": []})
+                merged = results.setdefault(variant, {"times": [], "cpu": [], "sent": []})
                 merged["times"] += found["times"]
                 merged["cpu"] += found["cpu"]
+                merged["sent"].append(found["sent_per_step"])
                 merged.update(loss=found["loss"], parameters=found["parameters"])
     for merged in results.values():
         merged["median"] = statistics.median(merged["times"])
         merged["cpu_median"] = statistics.median(merged["cpu"])
+        merged["sent_median"] = statistics.median(merged["sent"])
     plain, hook, perseus = (results[v]["median"] for v in VARIANTS)
     summary = {
         "link": "veth between two namespaces, tbf rate {} each way".format(args.rate),
@@ -182,6 +193,7 @@ def main() -> None:
         "median_step_s": {v: round(results[v]["median"], 4) for v in variants},
         "median_cpu_s_per_step_rank0": {v: round(results[v]["cpu_median"], 4) for v in variants},
         "loss_after_steps": {v: round(results[v]["loss"], 5) for v in variants},
+        "mb_sent_per_step_rank0": {v: round(results[v]["sent_median"] / 1e6, 2) for v in variants},
         "speedup_vs_plain": {v: round(plain / results[v]["median"], 3) for v in variants},
         "perseus_vs_torch_fp16_hook": round(hook / perseus, 3),
     }
@@ -192,11 +204,12 @@ def main() -> None:
     print("model: MLP of {:,} parameters, batch {} per rank, 2 ranks; {} rounds x {} measured steps after {} warm-up"
           .format(summary["parameters"], args.batch, args.rounds, args.steps, args.warmup))
     width = max(len(v) for v in variants) + 2
-    print("{:<{w}} {:>16} {:>10} {:>18} {:>20}".format("variant", "median step (s)", "vs plain", "loss after steps",
-                                                      "CPU s/step (rank 0)", w=width))
+    print("{:<{w}} {:>16} {:>10} {:>18} {:>20} {:>16}".format("variant", "median step (s)", "vs plain", "loss after steps",
+                                                             "CPU s/step (rank 0)", "MB sent/step", w=width))
     for v in variants:
-        print("{:<{w}} {:>16.4f} {:>9.2f}x {:>18.5f} {:>20.4f}".format(
-            v, results[v]["median"], plain / results[v]["median"], results[v]["loss"], results[v]["cpu_median"], w=width))
+        print("{:<{w}} {:>16.4f} {:>9.2f}x {:>18.5f} {:>20.4f} {:>16.2f}".format(
+            v, results[v]["median"], plain / results[v]["median"], results[v]["loss"], results[v]["cpu_median"],
+            results[v]["sent_median"] / 1e6, w=width))
     print("perseus vs torch fp16_compress_hook: {:.2f}x".format(hook / perseus))
 
 
