@@ -69,6 +69,14 @@ def _cxx_standard(directory):
 
 
 def _cxx11_abi(directory):
+    # TorchConfig.cmake states the ABI of pre-cxx11 builds; libc10.so of torch 1.8 holds
+    # std::__cxx11 names of the statically linked libstdc++ parts even though it is pre-cxx11
+    config = os.path.join(directory, "share", "cmake", "Torch", "TorchConfig.cmake")
+    if os.path.isfile(config):
+        with open(config) as handle:
+            match = re.search(r"-D_GLIBCXX_USE_CXX11_ABI=([01])", handle.read())
+        if match:
+            return match.group(1) == "1"
     lib = os.path.join(directory, "lib", "libc10.so")
     with open(lib, "rb") as handle:
         return b"__cxx11" in handle.read()

@@ -9,6 +9,11 @@
 
 #include "perseus/core.h"
 
+// torch < 1.10 has no TORCH_CHECK_NOT_IMPLEMENTED
+#ifndef TORCH_CHECK_NOT_IMPLEMENTED
+#define TORCH_CHECK_NOT_IMPLEMENTED(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#endif
+
 namespace perseus_torch {
 
 // Raises the Python exception that fits a failed core call (ValueError for bad values).

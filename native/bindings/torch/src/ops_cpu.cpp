@@ -2,7 +2,11 @@
 // (at::parallel_for; one thread under torch.set_num_threads(1)).
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
+#if __has_include(<ATen/ops/scalar_tensor.h>)
 #include <ATen/ops/scalar_tensor.h>
+#else  // torch < 1.12 has no per-operator headers
+#include <ATen/Functions.h>
+#endif
 #include <torch/library.h>
 
 #include <atomic>

@@ -1,7 +1,11 @@
 // CUDA kernels of the perseus ops: the core's kernels launched on torch's current stream of the
 // tensors' device. Non-finite counts stay on the device (no synchronisation).
 #include <ATen/core/Tensor.h>
+#if __has_include(<ATen/ops/zeros.h>)
 #include <ATen/ops/zeros.h>
+#else  // torch < 1.12 has no per-operator headers
+#include <ATen/Functions.h>
+#endif
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/library.h>
