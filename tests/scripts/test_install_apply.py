@@ -172,6 +172,12 @@ def test_manifest_of_another_build_is_an_error(script, local_build, bare_env, tm
     _assert_untouched(before, bare_env, result, CODE["mirror_mismatch"], "disagree (1 differences)", "this script")
 
 
+def test_folder_without_a_manifest_is_not_a_mirror(script, bare_env, tmp_path):
+    before = snapshot(bare_env)
+    result = run_script(script, "--mirror", str(tmp_path), str(bare_env.python))
+    _assert_untouched(before, bare_env, result, CODE["mirror_mismatch"], "the mirror folder has no", "manifest.json")
+
+
 def test_https_mirror_with_a_private_ca(script, local_build, bare_env, torch_env, tmp_path):
     ca, cert, key = private_ca(tmp_path / "pki")
     with MirrorServer(local_build.root, tls=tls_context(cert, key)) as server:

@@ -648,6 +648,9 @@ class Mirror(object):
                         sink(chunk)
                 return
             except (IOError, OSError) as error:
+                if not os.path.exists(where):
+                    fail("mirror_mismatch", "the mirror folder has no %s: is %s a mirror of AIACC-Training %s?"
+                         % (where, self.folder, os.environ["AIACC_RELEASE"]))
                 fail("network", "cannot read %s from the mirror folder: %s" % (where, error))
         last = None
         for attempt in range(1, RETRIES + 1):
