@@ -2,12 +2,17 @@
 
 import subprocess
 import sys
-import warnings
+from pathlib import Path
 
 import pytest
 
+from aiacc_build.build.cache import DEFAULT_CACHE_DIR, BuildCache
+from aiacc_build.build.envs import create_venv, install
+from aiacc_build.build.toolchain import find_interpreter
 from perseus import _torch_hook
-from perseus_harness import python_path
+from perseus_harness import REPO_ROOT, free_port, python_path
+
+LOCAL_TORCH = "/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
 
 
 def run_python(code):
@@ -58,9 +63,31 @@ def test_patch_is_applied_once():
     assert _NewDDP.__init__ is wrapped and wrapped._perseus_wrapped
 
 
-def test_missing_binding_beside_torch_is_reported(monkeypatch):
-    monkeypatch.setattr(_torch_hook, "_binding_installed", lambda: False)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        _torch_hook.install()
-    assert any(issubclass(w.category, _torch_hook.PerseusTorchMissingWarning) for w in caught)
+MISSING_BINDING_RUN = (
+    "import os, warnings; warnings.simplefilter('always')\n"
+    "import perseus, torch, torch.distributed as dist\n"
+    "print('imported')\n"
+    "os.environ.update(MASTER_ADDR='127.0.0.1', MASTER_PORT=os.environ['PORT'])\n"
+    "dist.init_process_group('gloo', rank=0, world_size=1)\n"
+    "for _ in range(2):\n"
+    "    m = torch.nn.parallel.DistributedDataParallel(torch.nn.Linear(4, 2))\n"
+    "m(torch.ones(3, 4)).sum().backward()\n"
+    "print('grad', float(m.module.weight.grad.sum()))\n"
+)
+
+
+def test_missing_binding_is_reported_once_when_a_ddp_is_built(tmp_path):
+    """perseus-common without perseus_torch (a fresh venv holding torch alone): silent at import (a
+    TensorFlow user may have torch installed), one warning at the first DDP, DDP trains as torch's own."""
+    if not Path(LOCAL_TORCH).is_file():
+        pytest.skip(LOCAL_TORCH + " is not on this disk")
+    cache = BuildCache(DEFAULT_CACHE_DIR)
+    venv = create_venv(tmp_path / "venv", find_interpreter("3.11"), cache)
+    install(venv, [LOCAL_TORCH], cache)
+    runtime_only = str(REPO_ROOT / "native" / "runtime")
+    done = subprocess.run([str(venv.python), "-c", MISSING_BINDING_RUN], capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": runtime_only, "PATH": "/usr/bin:/bin", "PORT": str(free_port())})
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.splitlines()[0] == "imported" and "grad 24.0" in done.stdout
+    warned = [line for line in done.stderr.splitlines() if "PerseusTorchMissingWarning" in line]
+    assert len(warned) == 1 and "this DistributedDataParallel runs without perseus" in warned[0], done.stderr

@@ -61,10 +61,41 @@ def patch_ddp_class(ddp_class: Any, torch_version: str = "unknown") -> bool:
     return True
 
 
+MISSING_BINDING_MESSAGE = (
+    "perseus: torch is installed but the perseus_torch wheel is not, so this DistributedDataParallel runs "
+    "without perseus; install the perseus_torch wheel built for this torch, CUDA and Python "
+    "(bash install_AIACC-Training.sh picks it)"
+)
+
+
+def warn_missing_binding_on_construct(ddp_class: Any) -> None:
+    """Without the binding, DDP runs as torch's own: say so once, when a DDP model is built (a user
+    of another framework who merely has torch installed hears nothing)."""
+    original = ddp_class.__init__
+    if getattr(original, _WRAPPED_MARK, False):
+        return
+    warned = []
+
+    @functools.wraps(original)
+    def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+        if not warned:
+            warned.append(True)
+            warnings.warn(MISSING_BINDING_MESSAGE, PerseusTorchMissingWarning, stacklevel=2)
+        original(self, *args, **kwargs)
+
+    setattr(__init__, _WRAPPED_MARK, True)
+    setattr(__init__, "__wrapped_original__", original)
+    ddp_class.__init__ = __init__
+
+
 def _patch_loaded_module(module: Any) -> None:
     torch = sys.modules.get("torch")
     version = getattr(torch, "__version__", "unknown") if torch is not None else "unknown"
-    patch_ddp_class(module.DistributedDataParallel, str(version))
+    ddp_class = module.DistributedDataParallel
+    if hasattr(ddp_class, "register_comm_hook") and not _binding_installed():
+        warn_missing_binding_on_construct(ddp_class)
+    else:  # the hook path, or the loud pointer to Horovod on a torch without comm hooks
+        patch_ddp_class(ddp_class, str(version))
 
 
 class _PatchingLoader(importlib.abc.Loader):
@@ -100,16 +131,6 @@ _finder = _DDPImportFinder()
 
 def install() -> None:
     """Arm the patch: now if torch's DDP module is loaded, else when it is."""
-    if not _binding_installed():
-        if importlib.util.find_spec("torch") is not None:
-            warnings.warn(
-                "perseus: torch is installed but the perseus_torch wheel is not, so DistributedDataParallel runs "
-                "without perseus; install the perseus_torch wheel built for this torch, CUDA and Python "
-                "(bash install_AIACC-Training.sh picks it)",
-                PerseusTorchMissingWarning,
-                stacklevel=3,
-            )
-        return
     loaded = sys.modules.get(DDP_MODULE)
     if loaded is not None and hasattr(loaded, "DistributedDataParallel"):
         _patch_loaded_module(loaded)
