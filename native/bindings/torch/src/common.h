@@ -141,4 +141,7 @@ inline PackPlan check_pack(const at::TensorList tensors, const at::Tensor& flat,
   return plan;
 }
 
+// The wheel's build manifest as JSON (src/manifest.cpp).
+std::string build_manifest();
+
 }  // namespace perseus_torch

@@ -8,7 +8,6 @@
 
 #include "common.h"
 #include "perseus/core.h"
-#include "perseus_torch_manifest.h"
 
 namespace perseus_torch {
 namespace {
@@ -47,7 +46,6 @@ std::string set_dispatch(const std::string& name) {
   return perseus_dispatch_name();
 }
 
-std::string build_manifest() { return kPerseusBuildManifest; }
 std::string core_version() { return perseus_core_version(); }
 bool has_cuda() { return perseus_has_cuda() != 0; }
 
