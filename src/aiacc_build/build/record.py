@@ -75,7 +75,7 @@ class CommonRecord(BaseModel):
     version: str
     sha256: str
     size: int
-    fingerprint: str
+    fingerprint: str | None = None  # None: built outside `aiacc-build build` (e.g. by CI), no cache key
 
 
 class BuildRecord(BaseModel):

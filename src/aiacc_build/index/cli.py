@@ -35,11 +35,17 @@ def default_release() -> str:
     show_default=True,
     help="Output root holding dist/<release>/.",
 )
+@click.option(
+    "--from-wheels",
+    is_flag=True,
+    help="Index the wheels lying in dist/<release>/ (e.g. CI artifacts) instead of a build record: "
+    "a cell whose wheel is there is built, the others are listed as not built.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-def index_cmd(release: str | None, dist_dir: Path, as_json: bool) -> None:
+def index_cmd(release: str | None, dist_dir: Path, from_wheels: bool, as_json: bool) -> None:
     """Write the PEP 503 indexes, manifest.json and SHA256SUMS of dist/<release>/ (after `build`)."""
     release = release or default_release()
-    result = build_index(release, dist_dir)
+    result = build_index(release, dist_dir, from_wheels=from_wheels)
     built = result.manifest.built
     if as_json:
         click.echo(

@@ -60,9 +60,14 @@ def _indexed(root: Path, project: str, path: str, sha256: str) -> IndexedFile:
     )
 
 
-def build_index(release: str, dist_dir: Path = DIST_DIR) -> IndexResult:
-    record = load_record(release, dist_dir)
+def build_index(release: str, dist_dir: Path = DIST_DIR, from_wheels: bool = False) -> IndexResult:
     root = mirror_root(release, dist_dir)
+    if from_wheels:
+        from ..matrix import load_release
+        from .collect import record_from_wheels
+
+        return _publish(record_from_wheels(load_release(release), root), root)
+    record = load_record(release, dist_dir)
     if record is None:
         raise ConfigurationError(
             f"no build of release {release} in {dist_dir}: run `aiacc-build build --release {release}` first"
