@@ -16,8 +16,9 @@ def _workflow(release, cells):
 def test_one_job_per_group_plus_common_and_index():
     groups = group_cells(modern_cells())
     jobs = _workflow(MODERN, modern_cells())["jobs"]
-    assert set(jobs) == {naming.ci_job_id(g) for g in groups} | {"perseus-common", "index"}
-    assert set(jobs["index"]["needs"]) == set(jobs) - {"index"}
+    assert set(jobs) == {naming.ci_job_id(g) for g in groups} | {"perseus-common", "index", "install-check"}
+    assert set(jobs["index"]["needs"]) == set(jobs) - {"index", "install-check"}
+    assert jobs["install-check"]["needs"] == "index"
 
 
 def test_job_runs_pinned_cibuildwheel_with_selector_builder_repair_and_test():

@@ -28,6 +28,7 @@ from .findings import WARNING, CheckReport, Finding
 
 COMMON_JOB = "perseus-common"
 INDEX_JOB = "index"
+INSTALL_CHECK_JOB = "install-check"
 _PIN = re.compile(r"cibuildwheel==([0-9][0-9A-Za-z.+!-]*)")
 _PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
 
@@ -101,6 +102,9 @@ class ReleaseCiChecker:
         for job_id, job in jobs.items():
             if job_id in (COMMON_JOB, INDEX_JOB):
                 continue
+            if job_id == INSTALL_CHECK_JOB:
+                self._install_check(job)
+                continue
             group = groups.get(job_id)
             if group is None:
                 self.fail("unexpected-job", job_id, "no cell group of the release has this job id")
@@ -110,6 +114,15 @@ class ReleaseCiChecker:
         self._index(jobs, groups)
         self._run_selections()
         self._report_absent_packages()
+
+    def _install_check(self, job: dict) -> None:
+        """The install-check job runs the release's install script on the mirror the index job made."""
+        needs = job.get("needs")
+        if (needs if isinstance(needs, list) else [needs]) != [INDEX_JOB]:
+            self.fail("install-check-needs", INSTALL_CHECK_JOB, f"needs {needs!r}; it must run after the index job alone")
+        commands = "\n".join(str(step.get("run", "")) for step in job.get("steps", []))
+        if naming.INSTALL_SCRIPT_NAME not in commands:
+            self.fail("install-check-script", INSTALL_CHECK_JOB, f"no step runs {naming.INSTALL_SCRIPT_NAME}")
 
     def _job(self, job_id: str, job: dict, group: CellGroup, workflow: dict, bake: dict) -> None:
         pins = _pins(job)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
+from packaging.version import Version
+
 from .. import naming
 from ..model import Arch, CellGroup, Cell, ReleaseInfo, group_cells
 from . import pip
@@ -112,6 +114,33 @@ def ci_job(group: CellGroup) -> CiJob:
     )
 
 
+@dataclass(frozen=True)
+class InstallCheck:
+    """The cell whose framework the install-check job installs on a GitHub runner before running the
+    release's install script against the mirror the index job made."""
+
+    cell: Cell
+    python: str
+    requirement: str
+    pip_args: str  # the exact framework build and where pip finds it, shell-quoted
+
+    @property
+    def name(self) -> str:
+        accel = f"CUDA {self.cell.cuda}" if self.cell.cuda else "CPU"
+        return f"install_AIACC-Training.sh: {self.cell.framework.value} {self.cell.framework_version} {accel} py{self.python}"
+
+
+def install_check(cells: tuple[Cell, ...] | list[Cell]) -> InstallCheck | None:
+    """A torch x86_64 cell of one Python: CPU first (no GPU on the runner), then the newest."""
+    fitting = [c for c in cells if c.framework.value == "torch" and c.arch.value == "x86_64" and c.python]
+    if not fitting:
+        return None
+    cell = max(fitting, key=lambda c: (c.cuda is None, Version(c.framework_version), Version(c.python or "0")))
+    assert cell.python is not None
+    args = " ".join(shlex.quote(a) for a in pip.framework_install_args(cell.build))
+    return InstallCheck(cell=cell, python=cell.python, requirement=cell.build.requirement, pip_args=args)
+
+
 def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
     jobs = [ci_job(g) for g in group_cells(cells)]
     ids = [j.id for j in jobs]
@@ -125,5 +154,7 @@ def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> Ren
         tool_python=TOOL_PYTHON,
         common_wheel=naming.common_wheel_filename(release),
         expected=sorted({p for j in jobs for p in j.wheel_paths} | {naming.common_wheel_path(release)}),
+        check=install_check(cells),
+        install_script=naming.INSTALL_SCRIPT_NAME,
     )
     return RenderedFile(path=f"ci/{naming.ci_workflow_filename(release)}", content=content, kind="ci")
