@@ -383,19 +383,6 @@ def report_unhonoured(cfg: perseus_config.PerseusConfig) -> None:
         "every rank, so there is no per-step gradient negotiation to move offline; the value changes nothing", cfg)
 
 
-GLOO_DEFAULT_STREAMS = 1
-
-
-def stream_count(cfg: perseus_config.PerseusConfig, factories: Dict[str, BackendFactory]) -> int:
-    """PERSEUS_ALLREDUCE_STREAMS, or GLOO_DEFAULT_STREAMS where it is unset and Gloo carries every device's
-    tensors: there a stream adds no parallel hardware, only TCP connections that share the same link (each
-    delaying the others' collectives) and threads that compete for the cores."""
-    if cfg.is_set("PERSEUS_ALLREDUCE_STREAMS") or not factories:
-        return cfg.streams
-    backends = set(device_backends(str(dist.get_backend())).values()) if dist.is_initialized() else {"gloo"}
-    return GLOO_DEFAULT_STREAMS if backends == {"gloo"} else cfg.streams
-
-
 def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
     """The perseus world of the current default process group (built on first use, by all ranks together)."""
     global _world, _world_owner, _generation
@@ -413,8 +400,7 @@ def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
         keys = _exchange_node_keys(store, rank, size, node_key(env, size), _generation)
         topology = Topology(rank, number_nodes(keys))
         two_levels = cfg.hierarchical(topology.num_nodes, topology.local_size)
-        factories = _factories(cfg)
-        _world = PerseusWorld(topology, store, factories, stream_count(cfg, factories), _generation, two_levels,
+        _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation, two_levels,
                               _factories(cfg, ordered=True))
         _world_owner = owner
         return _world
