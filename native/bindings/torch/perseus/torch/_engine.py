@@ -4,9 +4,14 @@ One fusion plan per model: the native planner (PERSEUS_ALLREDUCE_FUSION) splits 
 gradients, in the order backward produces them, into fusion groups; each group is ONE collective per
 step. A group is launched when all its gradients are ready and every earlier group was launched, so
 every rank issues the same collectives in the same order. Groups are spread round-robin over
-PERSEUS_ALLREDUCE_STREAMS streams; a stream is a worker thread with its own process groups, which
-runs a group's whole pipeline (pack, compress, collective(s), decompress, unpack) while backward
-goes on.
+PERSEUS_ALLREDUCE_STREAMS streams; a stream has its own process groups and threads.
+
+On one level on the CPU, the thread that makes the group's last gradient ready (backward's) runs the
+group's pipeline up to its collective (pack, compress) and issues the collective without waiting:
+the wire waits for that group, backward can wait instead, and Gloo carries collectives back to back.
+The stream's finisher thread waits for the collective and completes the group (decompress, unpack).
+Two levels (several collectives per group, each issued after the one before) and CUDA tensors run
+the whole pipeline in the stream's worker thread while backward goes on.
 
 Per group and step:
   pack the gradients into one fp32 buffer
@@ -19,6 +24,7 @@ Per group and step:
   unpack into the gradients
 """
 
+import collections
 import queue
 import threading
 import time
@@ -208,6 +214,8 @@ class Engine:
         self.collectives = 0  # collectives issued by this rank so far (all levels)
         self.last_finished_at: Optional[float] = None  # when the last step's reduction finished
         self._lock = threading.Lock()
+        self._launch_lock = threading.RLock()
+        self._launches: "collections.deque[Any]" = collections.deque()
         self._steps_started = 0
         self._comm_steps = 0
         self._step: Optional[_Step] = None
@@ -289,9 +297,17 @@ class Engine:
             while step.next_launch < len(self.groups) and \
                     step.arrived[step.next_launch] == len(self.groups[step.next_launch].members):
                 launch.append(self.groups[step.next_launch])
+                self._launches.append((self.groups[step.next_launch], step))
                 step.next_launch += 1
-        for group in launch:
-            self._workers[group.stream].submit(group, step)
+        if not launch:
+            return
+        with self._launch_lock:  # every rank issues the collectives in the order of the plan
+            while True:
+                with self._lock:
+                    if not self._launches:
+                        return
+                    group, launched_step = self._launches.popleft()
+                self._workers[group.stream].launch(group, launched_step)
 
     def flush(self, zeros_for_missing: bool = True) -> None:
         """Report every gradient not reported this step (as zeros), so that all groups launch."""
@@ -346,15 +362,33 @@ class Engine:
 
 
 class _StreamWorker:
-    """One communication stream: a thread that runs groups' pipelines in submission order."""
+    """One communication stream: a worker thread that runs groups' pipelines in submission order, and a
+    finisher thread that completes the groups whose collective was issued without waiting for it (in
+    issue order), so that the next group's pack and compression overlap this group's transfer."""
 
     def __init__(self, engine: Engine, index: int, groups: StreamGroups) -> None:
         self.engine = engine
         self.index = index
         self.groups = groups
         self.queue: "queue.Queue[Any]" = queue.Queue()
+        self.finishing: "queue.Queue[Any]" = queue.Queue()
         self.thread: Optional[threading.Thread] = None
+        self.finisher: Optional[threading.Thread] = None
         self.cuda_stream: Optional[Any] = None
+
+    def launch(self, group: FusionGroup, step: _Step) -> None:
+        """Start the group's pipeline: on one level on the CPU right here, up to its collective (the caller
+        is backward's thread: the wire waits for this group, backward can wait instead); else in the thread."""
+        if group.device.type == "cuda" or self.engine.policy.hierarchical:
+            self.submit(group, step)
+            return
+        error: Optional[BaseException] = None
+        finish: Optional[Callable[[], None]] = None
+        try:
+            finish = self._run(group, step)
+        except BaseException as caught:
+            error = caught
+        self._hand_on(group, step, finish, error)
 
     def submit(self, group: FusionGroup, step: _Step) -> None:
         if self.thread is None:
@@ -367,6 +401,10 @@ class _StreamWorker:
             self.queue.put(None)
             self.thread.join(timeout=10)
             self.thread = None
+        if self.finisher is not None:
+            self.finishing.put(None)
+            self.finisher.join(timeout=10)
+            self.finisher = None
 
     def _loop(self) -> None:
         while True:
@@ -375,12 +413,37 @@ class _StreamWorker:
                 return
             group, step = item
             error: Optional[BaseException] = None
+            finish: Optional[Callable[[], None]] = None
             try:
                 if group.device.type == "cuda":
                     self._run_cuda(group, step)
                 else:
-                    self._run(group, step)
+                    finish = self._run(group, step)
             except BaseException as caught:  # handed to whoever waits for the step
+                error = caught
+            self._hand_on(group, step, finish, error)
+
+    def _hand_on(self, group: FusionGroup, step: _Step, finish: Optional[Callable[[], None]],
+                 error: Optional[BaseException]) -> None:
+        if finish is None:
+            self.engine._group_done(group, step, error)
+            return
+        if self.finisher is None:
+            self.finisher = threading.Thread(target=self._finish_loop, name="perseus-finish-{}".format(self.index),
+                                             daemon=True)
+            self.finisher.start()
+        self.finishing.put((group, step, finish))
+
+    def _finish_loop(self) -> None:
+        while True:
+            item = self.finishing.get()
+            if item is None:
+                return
+            group, step, finish = item
+            error: Optional[BaseException] = None
+            try:
+                finish()
+            except BaseException as caught:
                 error = caught
             self.engine._group_done(group, step, error)
 
@@ -392,11 +455,14 @@ class _StreamWorker:
                 event = step.events.get(m)
                 if event is not None:
                     self.cuda_stream.wait_event(event)
-            self._run(group, step)
+            finish = self._run(group, step)
+            if finish is not None:
+                finish()
             self.cuda_stream.synchronize()
 
     # ---- the pipeline ----------------------------------------------------------------------------
-    def _run(self, group: FusionGroup, step: _Step) -> None:
+    def _run(self, group: FusionGroup, step: _Step) -> Optional[Callable[[], None]]:
+        """The group's pipeline up to its collective; returns the rest of it (None: nothing is left)."""
         engine, cfg = self.engine, self.engine.cfg
         tensors = [step.tensors[m] for m in group.members]
         flat = adjacent_view(tensors)  # DDP's bucket views usually are: no copy at all then
@@ -410,7 +476,7 @@ class _StreamWorker:
                 accumulated.zero_()
             if not step.communicate:
                 accumulated.add_(flat)
-                return  # local step: the gradients stay as they are, nothing crosses the network
+                return None  # local step: the gradients stay as they are, nothing crosses the network
             flat.add_(accumulated)
         n = cfg.downsample_n_elements
         payload = flat
@@ -422,36 +488,56 @@ class _StreamWorker:
                 residual = group.buffer("residual", group.numel, group.dtype).zero_()
             payload = group.buffer("sent", count, group.dtype)
             _kernels.downsample_gather_momentum(flat, residual, payload, n, comm_step, cfg.gradient_momentum)
-        nonfinite = self._reduce(group, payload)
-        if n > 1:
-            _kernels.downsample_scatter(payload, flat, n, comm_step, zero_unsent=True)
-        if cfg.nancheck and nonfinite:
-            names = engine.nonfinite_names(group, flat)
-            raise NonFiniteGradientError(
-                "PERSEUS_ALLREDUCE_NANCHECK: the reduced gradient of {} is not finite (inf or NaN) in {} element(s) of "
-                "{}: {}. A loss that grows too large can overflow fp16 after the gradient scale: lower "
-                "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now {:g}) or find the layer that produces it".format(
-                    engine.label, nonfinite, "parameter" if len(names) == 1 else "parameters", ", ".join(names),
-                    engine.policy.scale))
-        if not aliased:
-            _kernels.unpack(flat, tensors)
 
-    def _reduce(self, group: FusionGroup, payload: torch.Tensor) -> int:
-        """Average `payload` over all ranks in place per the wire policy; returns its non-finite count."""
+        def finish(nonfinite: int) -> None:
+            if n > 1:
+                _kernels.downsample_scatter(payload, flat, n, comm_step, zero_unsent=True)
+            if cfg.nancheck and nonfinite:
+                names = engine.nonfinite_names(group, flat)
+                raise NonFiniteGradientError(
+                    "PERSEUS_ALLREDUCE_NANCHECK: the reduced gradient of {} is not finite (inf or NaN) in {} element(s) "
+                    "of {}: {}. A loss that grows too large can overflow fp16 after the gradient scale: lower "
+                    "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now {:g}) or find the layer that produces it".format(
+                        engine.label, nonfinite, "parameter" if len(names) == 1 else "parameters", ", ".join(names),
+                        engine.policy.scale))
+            if not aliased:
+                _kernels.unpack(flat, tensors)
+
+        if not engine.policy.hierarchical:
+            complete = self._allreduce_one_level(group, payload)
+            return lambda: finish(complete())
+        finish(self._reduce_two_levels(group, payload))
+        return None
+
+    def _allreduce_one_level(self, group: FusionGroup, payload: torch.Tensor) -> Callable[[], int]:
+        """Start averaging `payload` over all ranks (one collective); returns what completes it in place and
+        returns its non-finite count."""
+        engine = self.engine
+        world_size = engine.world.size if engine.average else 1
+        if payload.dtype == torch.float32 and engine.policy.flat_fp16:
+            scale = engine.policy.scale
+            half = group.buffer("half", payload.numel(), torch.float16)
+            _kernels.compress(payload, half, scale)
+            work = self._start(self.groups.everyone.allreduce(half))
+
+            def complete_fp16() -> int:
+                work.wait()
+                return _kernels.decompress(half, payload, scale, world_size)
+            return complete_fp16
+        work = self._start(self.groups.everyone.allreduce(payload))
+
+        def complete_plain() -> int:
+            work.wait()
+            return self._finish_plain(payload, world_size)
+        return complete_plain
+
+    def _reduce_two_levels(self, group: FusionGroup, payload: torch.Tensor) -> int:
+        """Average `payload` over all ranks in place on two levels; returns its non-finite count."""
         engine = self.engine
         policy = engine.policy
         world_size = engine.world.size if engine.average else 1
         compressible = payload.dtype == torch.float32
         topology = engine.world.topology
-        if not policy.hierarchical:
-            fp16 = compressible and policy.flat_fp16
-            if fp16:
-                half = group.buffer("half", payload.numel(), torch.float16)
-                _kernels.compress(payload, half, policy.scale)
-                self._wait(self.groups.everyone.allreduce(half))
-                return _kernels.decompress(half, payload, policy.scale, world_size)
-            self._wait(self.groups.everyone.allreduce(payload))
-            return self._finish_plain(payload, world_size)
         node, leaders = self.groups.node, self.groups.leaders
         assert node is not None
         leader = topology.node_members(topology.node)[0]
@@ -486,6 +572,9 @@ class _StreamWorker:
             return int((~torch.isfinite(payload)).sum())
         return 0
 
-    def _wait(self, work: Any) -> None:
+    def _start(self, work: Any) -> Any:
         self.engine.collectives += 1
-        work.wait()
+        return work
+
+    def _wait(self, work: Any) -> None:
+        self._start(work).wait()

@@ -89,14 +89,22 @@ def node_key(env: launch.LaunchEnv, world_size: int) -> str:
 
 BackendFactory = Callable[[dist.Store, int, int], object]
 
+ORDERED_GLOO_THREADS = 1
 
-def _gloo_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta) -> BackendFactory:
+
+def _gloo_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta, ordered: bool = False) -> BackendFactory:
+    """Gloo groups; `ordered`: for groups whose collectives every rank issues in one order (the streams')."""
     interfaces = perseus_config.network_interfaces()
     pinned = cfg.gloo_network_interface if cfg.gloo_network_interface in interfaces else None
 
     def create(store: dist.Store, rank: int, size: int) -> object:
         options = dist.ProcessGroupGloo._Options()
         options._timeout = timeout
+        # One thread: a stream's group runs its collectives in the order the engine issues them, each alone
+        # on the link, so the first finishes (and is completed while the next one travels) as early as it
+        # can; a second thread would run the next one beside it and delay both to the end of the pair.
+        if ordered and hasattr(options, "_threads"):
+            options._threads = ORDERED_GLOO_THREADS
         if pinned is not None:
             options._devices = [dist.ProcessGroupGloo.create_device(interface=pinned)]
         else:  # the default interface is absent here: Gloo resolves this host's name, as torch does
@@ -224,7 +232,8 @@ class PerseusWorld:
     """Process groups of one job: a control group (metadata, Horovod API ops) and per-stream groups."""
 
     def __init__(self, topology: Topology, store: dist.Store, factories: Dict[str, BackendFactory],
-                 streams: int, generation: int, two_levels: bool) -> None:
+                 streams: int, generation: int, two_levels: bool,
+                 stream_factories: Optional[Dict[str, BackendFactory]] = None) -> None:
         self.topology = topology
         self.store = store
         self.generation = generation
@@ -233,14 +242,15 @@ class PerseusWorld:
         self.control = Group(prefix + "/control", everyone, topology.rank, store, factories)
         self.streams: List[StreamGroups] = []
         node_members = topology.node_members(topology.node)
+        ordered = factories if stream_factories is None else stream_factories  # only the engine uses the streams
         for s in range(streams):
             base = "{}/stream{}".format(prefix, s)
             node = leaders = None
             if two_levels:
-                node = Group("{}/node{}".format(base, topology.node), node_members, topology.rank, store, factories)
+                node = Group("{}/node{}".format(base, topology.node), node_members, topology.rank, store, ordered)
                 if topology.is_leader:
-                    leaders = Group(base + "/leaders", topology.leaders, topology.rank, store, factories)
-            self.streams.append(StreamGroups(Group(base + "/all", everyone, topology.rank, store, factories),
+                    leaders = Group(base + "/leaders", topology.leaders, topology.rank, store, ordered)
+            self.streams.append(StreamGroups(Group(base + "/all", everyone, topology.rank, store, ordered),
                                              node, leaders))
         # Build the backends now, in one thread and one order on every rank: the stream workers would
         # otherwise build them concurrently, and concurrent rendezvous on one store connection can deadlock.
@@ -338,13 +348,13 @@ def _exchange_node_keys(store: dist.Store, rank: int, size: int, key: str, gener
     return [store.get(prefix + str(r)).decode() for r in range(size)]
 
 
-def _factories(cfg: perseus_config.PerseusConfig) -> Dict[str, BackendFactory]:
+def _factories(cfg: perseus_config.PerseusConfig, ordered: bool = False) -> Dict[str, BackendFactory]:
     timeout = _timeout(cfg)
     factories: Dict[str, BackendFactory] = {}
     backend = dist.get_backend() if dist.is_initialized() else "gloo"
     for device, name in device_backends(str(backend)).items():
         if name == "gloo":
-            factories[device] = _gloo_factory(cfg, timeout)
+            factories[device] = _gloo_factory(cfg, timeout, ordered)
         elif name == "nccl":
             factories[device] = _nccl_factory(cfg, timeout)
         elif name.upper() in dist.Backend._plugins:
@@ -390,7 +400,8 @@ def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
         keys = _exchange_node_keys(store, rank, size, node_key(env, size), _generation)
         topology = Topology(rank, number_nodes(keys))
         two_levels = cfg.hierarchical(topology.num_nodes, topology.local_size)
-        _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation, two_levels)
+        _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation, two_levels,
+                              _factories(cfg, ordered=True))
         _world_owner = owner
         return _world
 

@@ -5,6 +5,9 @@ perseus-common wraps DistributedDataParallel.__init__ (perseus._torch_hook); the
   - plans the fusion groups over the model's gradients (reverse parameter order, as backward
     produces them) and, unless the user chose bucket_cap_mb, sets DDP's bucket size to the smallest
     group, so that DDP hands gradients to perseus as soon as they are ready;
+  - unless the user chose gradient_as_bucket_view, makes the gradients views of DDP's buckets, which
+    perseus reduces in place: no copy of every gradient out of the buckets after the last collective,
+    on the critical path of every step;
   - registers the perseus communication hook at the first forward (so that a hook the user
     registers before that replaces perseus, with a warning, instead of failing).
 
@@ -131,12 +134,16 @@ def construct(ddp: DistributedDataParallel, original_init: Any, args: Sequence[A
     group = bound.get("process_group")
     usable = module is not None and dist.is_initialized() and (group is None or group is _default_group())
     params = _ddp_parameters(module) if usable else []
-    if usable and bound.get("bucket_cap_mb") is None and "bucket_cap_mb" in inspect.signature(original_init).parameters:
+    accepted = inspect.signature(original_init).parameters
+    if usable and bound.get("bucket_cap_mb") is None and "bucket_cap_mb" in accepted:
         groups = _engine.plan_groups([_engine.Entry(n, p.numel(), p.dtype, p.device) for n, p in params], cfg.fusion, 1)
         if groups:
             smallest = min(g.numel * torch.empty((), dtype=g.dtype).element_size() for g in groups)
             kwargs = dict(kwargs)
             kwargs["bucket_cap_mb"] = max(smallest, 1) / float(1024 * 1024)
+    if usable and "gradient_as_bucket_view" not in bound and "gradient_as_bucket_view" in accepted:
+        kwargs = dict(kwargs)
+        kwargs["gradient_as_bucket_view"] = True
     original_init(ddp, *args, **kwargs)
     if module is None:
         return
