@@ -1,5 +1,5 @@
 # The installing half of install_AIACC-Training.sh, embedded after install_decide.py (one program, one
-# namespace: it uses say/fail/installed_distributions/detect_and_decide from there). Python 3.6+,
+# namespace: it uses say/fail/installed_distributions/metadata_folders/detect_and_decide from there). Python 3.6+,
 # standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_UNINSTALL ("1" or ""),
 # AIACC_CA_BUNDLE (a PEM file, or empty).
 #
@@ -202,16 +202,11 @@ def check_manifest(manifest, cells, release, common_path):
 def installed_perseus():
     """{normalised name: (name, version, dist-info folder)} of the perseus distributions this Python sees."""
     found = {}
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        for child in sorted(os.listdir(entry)):
-            if not child.endswith(".dist-info"):
-                continue
-            name, _, rest = child[: -len(".dist-info")].partition("-")
-            key = normalise(name)
-            if key in PERSEUS_DISTRIBUTIONS and key not in found:
-                found[key] = (name, rest, os.path.join(entry, child))
+    for name, version, folder in metadata_folders():
+        key = normalise(name)
+        if key in PERSEUS_DISTRIBUTIONS and folder.endswith(".dist-info") and key not in found:
+            # named as its wheel (and pip's messages) spell it: the dist-info folder's name
+            found[key] = (os.path.basename(folder).split("-")[0], version, folder)
     return found
 
 

@@ -85,14 +85,22 @@ def installed_distributions():
         return found
     except ImportError:
         pass
-    # Python 3.6 / 3.7: read the *.dist-info / *.egg-info metadata on sys.path directly.
+    # Python 3.6 / 3.7: read the metadata on sys.path directly.
+    for name, version, _ in metadata_folders():
+        found.setdefault(normalise(name), (name, version))
+    return found
+
+
+def metadata_folders():
+    """(name, version, folder) of every *.dist-info / *.egg-info on sys.path, first one of a name first."""
     for entry in sys.path:
         if not entry or not os.path.isdir(entry):
             continue
-        for child in os.listdir(entry):
+        for child in sorted(os.listdir(entry)):
             if not child.endswith((".dist-info", ".egg-info")):
                 continue
-            meta = os.path.join(entry, child, "METADATA" if child.endswith(".dist-info") else "PKG-INFO")
+            folder = os.path.join(entry, child)
+            meta = os.path.join(folder, "METADATA" if child.endswith(".dist-info") else "PKG-INFO")
             name = version = None
             try:
                 with open(meta, encoding="utf-8", errors="replace") as handle:
@@ -106,8 +114,7 @@ def installed_distributions():
             except (IOError, OSError):
                 continue
             if name and version:
-                found.setdefault(normalise(name), (name, version))
-    return found
+                yield name, version, folder
 
 
 def normalise(name):

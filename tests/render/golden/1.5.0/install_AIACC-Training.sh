@@ -230,14 +230,22 @@ def installed_distributions():
         return found
     except ImportError:
         pass
-    # Python 3.6 / 3.7: read the *.dist-info / *.egg-info metadata on sys.path directly.
+    # Python 3.6 / 3.7: read the metadata on sys.path directly.
+    for name, version, _ in metadata_folders():
+        found.setdefault(normalise(name), (name, version))
+    return found
+
+
+def metadata_folders():
+    """(name, version, folder) of every *.dist-info / *.egg-info on sys.path, first one of a name first."""
     for entry in sys.path:
         if not entry or not os.path.isdir(entry):
             continue
-        for child in os.listdir(entry):
+        for child in sorted(os.listdir(entry)):
             if not child.endswith((".dist-info", ".egg-info")):
                 continue
-            meta = os.path.join(entry, child, "METADATA" if child.endswith(".dist-info") else "PKG-INFO")
+            folder = os.path.join(entry, child)
+            meta = os.path.join(folder, "METADATA" if child.endswith(".dist-info") else "PKG-INFO")
             name = version = None
             try:
                 with open(meta, encoding="utf-8", errors="replace") as handle:
@@ -251,8 +259,7 @@ def installed_distributions():
             except (IOError, OSError):
                 continue
             if name and version:
-                found.setdefault(normalise(name), (name, version))
-    return found
+                yield name, version, folder
 
 
 def normalise(name):
@@ -550,7 +557,7 @@ def check_pip():
 
 
 # The installing half of install_AIACC-Training.sh, embedded after install_decide.py (one program, one
-# namespace: it uses say/fail/installed_distributions/detect_and_decide from there). Python 3.6+,
+# namespace: it uses say/fail/installed_distributions/metadata_folders/detect_and_decide from there). Python 3.6+,
 # standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_UNINSTALL ("1" or ""),
 # AIACC_CA_BUNDLE (a PEM file, or empty).
 #
@@ -753,16 +760,11 @@ def check_manifest(manifest, cells, release, common_path):
 def installed_perseus():
     """{normalised name: (name, version, dist-info folder)} of the perseus distributions this Python sees."""
     found = {}
-    for entry in sys.path:
-        if not entry or not os.path.isdir(entry):
-            continue
-        for child in sorted(os.listdir(entry)):
-            if not child.endswith(".dist-info"):
-                continue
-            name, _, rest = child[: -len(".dist-info")].partition("-")
-            key = normalise(name)
-            if key in PERSEUS_DISTRIBUTIONS and key not in found:
-                found[key] = (name, rest, os.path.join(entry, child))
+    for name, version, folder in metadata_folders():
+        key = normalise(name)
+        if key in PERSEUS_DISTRIBUTIONS and folder.endswith(".dist-info") and key not in found:
+            # named as its wheel (and pip's messages) spell it: the dist-info folder's name
+            found[key] = (os.path.basename(folder).split("-")[0], version, folder)
     return found
 
 
