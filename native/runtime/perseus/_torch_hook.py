@@ -49,16 +49,21 @@ def patch_ddp_class(ddp_class: Any, torch_version: str = "unknown") -> bool:
         warnings.warn(OLD_TORCH_MESSAGE.format(version=torch_version), DDPHookUnavailableWarning, stacklevel=3)
         return False
 
-    @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         from perseus.torch import ddp  # torch is fully imported once a DDP is built
 
         ddp.construct(self, original, args, kwargs)
 
-    setattr(__init__, _WRAPPED_MARK, True)
-    setattr(__init__, "__wrapped_original__", original)
-    ddp_class.__init__ = __init__
+    _replace_init(ddp_class, original, __init__)
     return True
+
+
+def _replace_init(ddp_class: Any, original: Any, replacement: Any) -> None:
+    """Install `replacement` as `ddp_class.__init__`, marked so that it is never wrapped twice."""
+    wrapped = functools.wraps(original)(replacement)
+    setattr(wrapped, _WRAPPED_MARK, True)
+    setattr(wrapped, "__wrapped_original__", original)
+    ddp_class.__init__ = wrapped
 
 
 MISSING_BINDING_MESSAGE = (
@@ -76,16 +81,13 @@ def warn_missing_binding_on_construct(ddp_class: Any) -> None:
         return
     warned = []
 
-    @functools.wraps(original)
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
         if not warned:
             warned.append(True)
             warnings.warn(MISSING_BINDING_MESSAGE, PerseusTorchMissingWarning, stacklevel=2)
         original(self, *args, **kwargs)
 
-    setattr(__init__, _WRAPPED_MARK, True)
-    setattr(__init__, "__wrapped_original__", original)
-    ddp_class.__init__ = __init__
+    _replace_init(ddp_class, original, __init__)
 
 
 def _patch_loaded_module(module: Any) -> None:
