@@ -25,9 +25,7 @@ def default_release() -> str:
     return load_all()[-1].info.version
 
 
-@click.command("index")
-@click.option("--release", "release", metavar="R", help="Release to index (default: the newest in matrix/releases).")
-@click.option(
+dist_option = click.option(
     "--dist",
     "dist_dir",
     type=click.Path(path_type=Path),
@@ -35,6 +33,11 @@ def default_release() -> str:
     show_default=True,
     help="Output root holding dist/<release>/.",
 )
+
+
+@click.command("index")
+@click.option("--release", "release", metavar="R", help="Release to index (default: the newest in matrix/releases).")
+@dist_option
 @click.option(
     "--from-wheels",
     is_flag=True,
@@ -84,14 +87,7 @@ def index_cmd(release: str | None, dist_dir: Path, from_wheels: bool, as_json: b
     show_default=True,
     help="Port on 127.0.0.1 (0: any free port).",
 )
-@click.option(
-    "--dist",
-    "dist_dir",
-    type=click.Path(path_type=Path),
-    default=DIST_DIR,
-    show_default=True,
-    help="Output root holding dist/<release>/.",
-)
+@dist_option
 @click.option(
     "--certfile",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
