@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 import zipfile
 from pathlib import Path
 
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules
 
 LOCAL_TORCH_FILE = "/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+CHECK_TORCH = Path(__file__).resolve().parents[2] / "src" / "aiacc_build" / "build" / "checks" / "check_torch.py"
+
+
+def check_torch_op(python: Path, release: str) -> str:
+    """The post-build check (import perseus.torch, one compression op) in the environment of `python`."""
+    out = subprocess.run([str(python), str(CHECK_TORCH), release, "2.13.0"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout
 
 RELEASE = ReleaseInfo(
     version="2.0.0",

@@ -8,11 +8,10 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 import requests
-from wheels_testkit import LOCAL_TORCH_FILE
+from wheels_testkit import LOCAL_TORCH_FILE, check_torch_op
 
 from aiacc_build import naming
 from aiacc_build.build.cache import BuildCache
@@ -20,7 +19,6 @@ from aiacc_build.build.envs import Venv, create_venv, install
 from aiacc_build.build.toolchain import find_interpreter
 from aiacc_build.index.serve import MirrorServer
 
-CHECK = Path(__file__).resolve().parents[2] / "src" / "aiacc_build" / "build" / "checks" / "check_torch.py"
 
 
 @pytest.fixture(scope="module")
@@ -57,12 +55,6 @@ def _pip(env: Venv, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _check(env: Venv) -> str:
-    out = subprocess.run([str(env.python), str(CHECK), "2.0.0", "2.13.0"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stdout + out.stderr
-    return out.stdout
-
-
 def _local_cell(local_build):
     (result,) = local_build.report.results
     return result.plan.cell
@@ -74,7 +66,7 @@ def test_pip_install_from_the_folder_index(local_build, mirror, torch_env):
     assert index.endswith("/cpu/simple/")
     proc = _pip(torch_env, "--index-url", index, f"perseus_torch=={naming.wheel_version(cell)}")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "compress fp32->fp16 x2.0 ok" in _check(torch_env)
+    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env.python, "2.0.0")
 
 
 def test_one_url_install_with_the_root_index_for_perseus_common(local_build, mirror, torch_env):
@@ -83,7 +75,7 @@ def test_one_url_install_with_the_root_index_for_perseus_common(local_build, mir
     assert "%2B" in url  # the seed's encoding of `+`
     proc = _pip(torch_env, url, "--extra-index-url", naming.simple_index_url(mirror.url, None))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "compress fp32->fp16 x2.0 ok" in _check(torch_env)
+    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env.python, "2.0.0")
 
 
 def test_one_url_alone_cannot_find_perseus_common(local_build, mirror, torch_env):

@@ -24,7 +24,6 @@ from aiacc_build.model import Cell, ReleaseInfo
 from aiacc_build.render.install_script import EXIT_CODES, render_install_script
 
 CODE = {name: code for name, (code, _) in EXIT_CODES.items()}
-CHECK_TORCH = Path(__file__).resolve().parents[2] / "src" / "aiacc_build" / "build" / "checks" / "check_torch.py"
 
 
 def write_script(folder: Path, release: ReleaseInfo, cells: list[Cell] | tuple[Cell, ...]) -> Path:
@@ -83,13 +82,6 @@ def snapshot(env: Venv, under: str = "") -> Snapshot:
                 with path.open("rb") as handle:
                     files[key] = hashlib.file_digest(handle, "sha256").hexdigest()
     return Snapshot(tuple(sorted(freeze.splitlines())), files)
-
-
-def check_torch_op(env: Venv, release: str) -> str:
-    out = subprocess.run([str(env.python), str(CHECK_TORCH), release, "2.13.0"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert out.returncode == 0, out.stdout + out.stderr
-    return out.stdout
 
 
 def copy_mirror(root: Path, target: Path) -> Path:

@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 from installer_kit import (
     CODE,
-    check_torch_op,
     copy_mirror,
     private_ca,
     python_venv,
@@ -23,7 +22,7 @@ from installer_kit import (
     snapshot,
     write_script,
 )
-from wheels_testkit import LOCAL_TORCH_FILE
+from wheels_testkit import LOCAL_TORCH_FILE, check_torch_op
 
 from aiacc_build import naming
 from aiacc_build.index.serve import MirrorServer, tls_context
@@ -83,7 +82,7 @@ def test_install_runs_an_op_keeps_torch_then_rerun_and_uninstall(script, served,
     assert _torch_files(installed) == _torch_files(before) and len(_torch_files(before)) > 1000
     changed = installed.differences(before)
     assert changed and [line for line in changed if "perseus" not in line] == []
-    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env, "2.0.0")
+    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env.python, "2.0.0")
     for command in ("perseusrun", "perseus"):
         assert subprocess.run([str(torch_env.path / "bin" / command), "--help"], capture_output=True).returncode == 0
     doctor = subprocess.run([str(torch_env.path / "bin/perseus"), "doctor", "--json"], capture_output=True, text=True)
@@ -106,7 +105,7 @@ def test_offline_install_from_a_local_folder(script, local_build, torch_env):
     result = run_script(script, "--mirror", str(local_build.root), str(torch_env.python))
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"wheel:      {local_build.root}/cpu/perseus_torch-2.0.0+2.13.0-" in result.stdout
-    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env, "2.0.0")
+    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env.python, "2.0.0")
 
 
 def _local_wheel(local_build) -> str:
@@ -187,7 +186,7 @@ def test_https_mirror_with_a_private_ca(script, local_build, bare_env, torch_env
         _assert_untouched(before, bare_env, refused, CODE["untrusted_mirror"], "could not be verified", "--ca-bundle")
         result = run_script(script, "--mirror", server.url, "--ca-bundle", str(ca), str(torch_env.python))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env, "2.0.0")
+    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env.python, "2.0.0")
 
 
 def _next_release_mirror(local_build, release, folder: Path, break_import: bool):
@@ -232,4 +231,4 @@ def test_upgrade_replaces_or_rolls_back(script, served, local_build, release, to
         return
     _assert_untouched(installed, torch_env, result, CODE["install_failed"], "import perseus.torch failed",
                       "restored: perseus_common 2.0.0, perseus_torch 2.0.0+2.13.0")
-    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env, "2.0.0")
+    assert "compress fp32->fp16 x2.0 ok" in check_torch_op(torch_env.python, "2.0.0")
