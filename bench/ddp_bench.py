@@ -24,6 +24,7 @@ from typing import Dict, List
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [REPO_ROOT / "native" / "runtime", REPO_ROOT / "native" / "bindings" / "torch"]
 VARIANTS = ("plain", "torch_fp16_hook", "perseus")
+WIRE = "fp16_allreduce_alone"  # the model's gradients as ONE fp16 allreduce, no compute: the wire's floor
 ADDRESSES = ("10.77.0.1", "10.77.0.2")
 
 
@@ -71,6 +72,32 @@ def _in(ns: str, *args: str) -> None:
 
 # ---- a rank ---------------------------------------------------------------------------------------
 
+def build_model() -> "torch.nn.Module":
+    import torch.nn as nn
+
+    return nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 2048), nn.ReLU(), nn.Linear(2048, 1000))
+
+
+def wire_worker(steps: int, warmup: int) -> None:
+    """Time one fp16 allreduce of `numel` elements per step: what the link alone needs for the gradients."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo")
+    half = torch.ones(sum(p.numel() for p in build_model().parameters()), dtype=torch.float16)
+    times: List[float] = []
+    for step in range(warmup + steps):
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_reduce(half)
+        if step >= warmup:
+            times.append(time.perf_counter() - start)
+    if dist.get_rank() == 0:
+        print(json.dumps({"variant": WIRE, "times": times}), flush=True)
+    dist.destroy_process_group()
+
+
 def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     if variant == "perseus":
         import perseus  # noqa: F401  (the only change a DDP user makes)
@@ -83,7 +110,7 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     torch.set_num_threads(1)
     dist.init_process_group("gloo")
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(1024, 4096), nn.ReLU(), nn.Linear(4096, 2048), nn.ReLU(), nn.Linear(2048, 1000))
+    model = build_model()
     ddp = DDP(model)
     if variant == "torch_fp16_hook":
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
@@ -93,6 +120,7 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     teacher = torch.randn(1024, 1000, generator=torch.Generator().manual_seed(7))  # a learnable labelling
     times: List[float] = []
     cpu: List[float] = []
+    phases: Dict[str, List[float]] = {"forward": [], "backward": [], "optimizer": []}
     loss_value = float("nan")
     sent_before = 0
     for step in range(warmup + steps):
@@ -104,18 +132,23 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
         start, start_cpu = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
         loss = F.cross_entropy(ddp(x), y)
-        loss.backward()
+        forward_end = time.perf_counter()
+        loss.backward()  # returns when every bucket's reduction finished (DDP waits for them)
+        backward_end = time.perf_counter()
         optimizer.step()
-        elapsed, elapsed_cpu = time.perf_counter() - start, time.process_time() - start_cpu
+        end, elapsed_cpu = time.perf_counter(), time.process_time() - start_cpu
         loss_value = loss.item()
         if step >= warmup:
-            times.append(elapsed)
+            times.append(end - start)
             cpu.append(elapsed_cpu)
+            phases["forward"].append(forward_end - start)
+            phases["backward"].append(backward_end - forward_end)
+            phases["optimizer"].append(end - backward_end)
     sent_per_step = (_tx_bytes() - sent_before) / max(1, steps)
     numel = sum(p.numel() for p in model.parameters())
     if rank == 0:
         print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel,
-                          "sent_per_step": sent_per_step}), flush=True)
+                          "sent_per_step": sent_per_step, "phases": phases}), flush=True)
 
 
 def _tx_bytes() -> int:
@@ -159,8 +192,11 @@ def main() -> None:
     parser.add_argument("--also", action="append", default=[], metavar="VAR=VALUE[,VAR=VALUE]",
                         help="also run perseus with these PERSEUS_* settings (repeatable)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
-    parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=VARIANTS + (WIRE,), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker == WIRE:
+        wire_worker(args.steps, args.warmup)
+        return
     if args.worker:
         worker(args.worker, args.steps, args.warmup, args.batch)
         return
@@ -168,15 +204,20 @@ def main() -> None:
         raise SystemExit("ddp_bench needs root and iproute2 (ip, tc) to build its two network namespaces")
     variants = VARIANTS + tuple("perseus[{}]".format(extra) for extra in args.also)
     results: Dict[str, Dict[str, object]] = {}
+    wire_times: List[float] = []
     port = 29400
     with Link(args.rate) as link:
         for round_index in range(args.rounds):  # variants interleaved, so that drift of the machine hits all alike
             shift = round_index % len(variants)
             order = variants[shift:] + variants[:shift]
+            port += 10
+            wire_times += run_variant(link, WIRE, args, port)["times"]
             for variant in order:
                 port += 10
                 found = run_variant(link, variant, args, port)
-                merged = results.setdefault(variant, {"times": [], "cpu": [], "sent": []})
+                merged = results.setdefault(variant, {"times": [], "cpu": [], "sent": [], "phases": {}})
+                for phase, values in found["phases"].items():
+                    merged["phases"].setdefault(phase, []).extend(values)
                 merged["times"] += found["times"]
                 merged["cpu"] += found["cpu"]
                 merged["sent"].append(found["sent_per_step"])
@@ -186,6 +227,12 @@ def main() -> None:
         merged["cpu_median"] = statistics.median(merged["cpu"])
         merged["sent_median"] = statistics.median(merged["sent"])
     plain, hook, perseus = (results[v]["median"] for v in VARIANTS)
+    wire = statistics.median(wire_times)
+    phase_medians = {v: {phase: statistics.median(values) for phase, values in results[v]["phases"].items()}
+                     for v in variants}
+    # No variant sending fp16 can step faster than: its forward (nothing to send yet) + the fp16 allreduce
+    # alone + its optimizer step (it needs the reduced gradients). Backward overlaps the wire.
+    floor = {v: phase_medians[v]["forward"] + wire + phase_medians[v]["optimizer"] for v in variants}
     summary = {
         "link": "veth between two namespaces, tbf rate {} each way".format(args.rate),
         "parameters": results["perseus"]["parameters"], "batch_per_rank": args.batch, "steps": args.steps,
@@ -196,6 +243,9 @@ def main() -> None:
         "mb_sent_per_step_rank0": {v: round(results[v]["sent_median"] / 1e6, 2) for v in variants},
         "speedup_vs_plain": {v: round(plain / results[v]["median"], 3) for v in variants},
         "perseus_vs_torch_fp16_hook": round(hook / perseus, 3),
+        "fp16_allreduce_alone_s": round(wire, 4),
+        "median_phase_s": {v: {k: round(t, 4) for k, t in phase_medians[v].items()} for v in variants},
+        "fp16_floor_s": {v: round(floor[v], 4) for v in variants},
     }
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -211,6 +261,17 @@ def main() -> None:
             v, results[v]["median"], plain / results[v]["median"], results[v]["loss"], results[v]["cpu_median"],
             results[v]["sent_median"] / 1e6, w=width))
     print("perseus vs torch fp16_compress_hook: {:.2f}x".format(hook / perseus))
+    print()
+    print("where the step goes (medians, s): backward includes waiting for the reductions")
+    print("{:<{w}} {:>9} {:>9} {:>10} {:>22}".format("variant", "forward", "backward", "optimizer",
+                                                      "fp16 floor (f+wire+o)", w=width))
+    for v in variants:
+        ph = phase_medians[v]
+        print("{:<{w}} {:>9.4f} {:>9.4f} {:>10.4f} {:>22.4f}".format(
+            v, ph["forward"], ph["backward"], ph["optimizer"], floor[v], w=width))
+    print("one fp16 allreduce of all {:,} gradients alone, no compute: {:.4f} s; perseus is {:.1f} ms above its floor, "
+          "the hook {:.1f} ms above its own".format(summary["parameters"], wire, (perseus - floor["perseus"]) * 1e3,
+                                                    (hook - floor["torch_fp16_hook"]) * 1e3))
 
 
 if __name__ == "__main__":

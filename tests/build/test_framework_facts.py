@@ -12,6 +12,7 @@ from aiacc_build.build.framework_facts import (
     FrameworkFacts,
     facts_of_installed,
     facts_problem,
+    interface_digest,
     parse_torch_facts,
     read_facts,
 )
@@ -41,8 +42,28 @@ def test_parse_old_and_new_formats():
 def test_the_local_torch_file_is_a_cxx11_cpu_build(tmp_path):
     artifact = FrameworkArtifact("torch", "2.13.0+cpu", Path(LOCAL_TORCH_FILE).name, LOCAL_TORCH_FILE, 1, None, "local")
     facts = read_facts(Framework.TORCH, artifact, tmp_path, offline=True)
-    assert facts == FrameworkFacts(cuda=None, cxx11_abi=True)
+    assert isinstance(facts, FrameworkFacts) and (facts.cuda, facts.cxx11_abi) == (None, True)
+    assert facts.interface is not None and len(facts.interface) == 64  # its RECORD lists the headers
     assert facts_problem(torch_cell("2.13.0", None, "3.11"), facts, artifact.filename) is None
+
+
+def test_the_interface_is_the_headers_and_cmake_files_whatever_the_python(tmp_path):
+    """Builds of one torch for two Pythons differ in their extension modules, not in their C++ interface."""
+    headers = {"torch/include/ATen/Tensor.h": b"struct Tensor {};\n", "torch/include/c10/macros.h": b"#define X 1\n"}
+
+    def facts_of(name: str, **changed: bytes) -> FrameworkFacts:
+        files = {**headers, f"torch/_C.{name}.so": name.encode(), **changed}
+        wheel = torch_wheel(tmp_path / f"torch-2.6.0-{name}-{name}-linux_x86_64.whl", cuda="12.4", files=files)
+        artifact = FrameworkArtifact("torch", "2.6.0", wheel.name, str(wheel), 1, None, "local")
+        facts = read_facts(Framework.TORCH, artifact, tmp_path, offline=True)
+        assert isinstance(facts, FrameworkFacts)
+        return facts
+
+    cp39, cp312 = facts_of("cp39"), facts_of("cp312")
+    assert cp39.interface is not None and cp39 == cp312
+    assert facts_of("cp313", **{"torch/include/c10/macros.h": b"#define X 2\n"}).interface != cp39.interface
+    assert facts_of("cp310", **{"torch/include/extra.h": b"\n"}).interface != cp39.interface
+    assert interface_digest("torch/_C.so,sha256=abc,1\n") is None  # no header listed: unknown
 
 
 def test_mismatches_are_named():
@@ -128,7 +149,8 @@ def test_registry_file_is_read_by_ranges_and_kept(tmp_path):
     (found,) = [f for f in files if f.filename == name]
     artifact = FrameworkArtifact("torch", "1.8.0", name, found.url, found.size, found.sha256, "registry")
     facts = read_facts(Framework.TORCH, artifact, tmp_path / "registry", offline=False)
-    assert facts == FrameworkFacts(cuda="10.2", cxx11_abi=False)
+    assert isinstance(facts, FrameworkFacts) and (facts.cuda, facts.cxx11_abi) == ("10.2", False)
+    assert facts.interface is not None  # its RECORD, read by ranges too
     # kept: offline, the same question gets the same answer; an unknown file gets a reason, not a guess
     assert read_facts(Framework.TORCH, artifact, tmp_path / "registry", offline=True) == facts
     other = FrameworkArtifact("torch", "1.9.0", "torch-1.9.0-x.whl", found.url + "?x", 1, "00" * 32, "registry")

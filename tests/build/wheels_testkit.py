@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
+import base64
+import hashlib
 import zipfile
 from pathlib import Path
 
@@ -79,15 +81,29 @@ def with_release(cell: Cell, version: str) -> Cell:
     return dataclasses.replace(cell, release=release, release_version=version)
 
 
-def torch_wheel(path: Path, cuda: str | None, abi_flag: str | None = None) -> Path:
+def torch_wheel(
+    path: Path, cuda: str | None, abi_flag: str | None = None, files: dict[str, bytes] | None = None
+) -> Path:
     """A small wheel file holding what torch's wheels say about their build, in their own formats:
     torch/version.py (`cuda: Optional[str] = '13.0'`, 2.x style) and TorchConfig.cmake, whose
-    `-D_GLIBCXX_USE_CXX11_ABI=<abi_flag>` line old (pre-cxx11) builds carry and new ones do not."""
+    `-D_GLIBCXX_USE_CXX11_ABI=<abi_flag>` line old (pre-cxx11) builds carry and new ones do not.
+    With `files` (e.g. headers), those files too and a RECORD listing every file as wheels do."""
     cuda_line = f"cuda: Optional[str] = {cuda!r}" if cuda else "cuda: Optional[str] = None"
+    members = {"torch/version.py": f"from typing import Optional\n__version__ = '0'\n{cuda_line}\n".encode()}
+    config = "set(TORCH_FOUND TRUE)\n"
+    if abi_flag is not None:
+        config += f'  set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={abi_flag}")\n'
+    members["torch/share/cmake/Torch/TorchConfig.cmake"] = config.encode()
     with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("torch/version.py", f"from typing import Optional\n__version__ = '0'\n{cuda_line}\n")
-        config = "set(TORCH_FOUND TRUE)\n"
-        if abi_flag is not None:
-            config += f'  set(TORCH_CXX_FLAGS "-D_GLIBCXX_USE_CXX11_ABI={abi_flag}")\n'
-        zf.writestr("torch/share/cmake/Torch/TorchConfig.cmake", config)
+        for name, data in members.items():
+            zf.writestr(name, data)
+        if files is not None:
+            for name, data in files.items():
+                zf.writestr(name, data)
+            lines = []
+            for name, data in {**members, **files}.items():
+                digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+                lines.append(f"{name},sha256={digest},{len(data)}")
+            lines.append("torch-0.dist-info/RECORD,,")
+            zf.writestr("torch-0.dist-info/RECORD", "\n".join(lines) + "\n")
     return path

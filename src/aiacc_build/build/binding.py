@@ -6,8 +6,8 @@ so a change to one binding source recompiles only what ninja finds out of date.
 
 A cell whose Python is older than scikit-build-core supports (cp36) is built by a newer interpreter
 (the backend env: build requirements only) for the framework installed in the cell's own env: the
-binding's build support reads the framework from PERSEUS_TORCH_DIR and the Python tag from
-PERSEUS_PYTHON_TAG instead of importing anything, and repair re-tags the wheel for the cell's Python.
+binding's build support reads the framework from PERSEUS_TORCH_DIR instead of importing anything, and
+repair re-tags the wheel for the cell's Python.
 The ops library is a torch extension that never links libpython, so the interpreter that ran CMake
 leaves no trace in it.
 """
@@ -21,7 +21,6 @@ from pathlib import Path
 import tomllib
 
 from ..model import Cell
-from ..naming import cpython_tags
 from .cache import BuildCache
 from .compiler_cache import compiler_cache_env
 from .core import CoreBuild
@@ -114,11 +113,10 @@ def build_environment(
     cell: Cell, jobs: int, spec: BindingSpec | None = None, envs: BindingEnvs | None = None
 ) -> dict[str, str]:
     """The binding's metadata provider reads the release from PERSEUS_RELEASE (version `<release>+<torch>`);
-    a backend in another env is told where the framework is and which Python the wheel is for."""
+    a backend in another env is told where the framework is."""
     env = {"PERSEUS_RELEASE": cell.release_version, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
     if envs is not None and envs.backend is not None and spec is not None and cell.python is not None:
         env["PERSEUS_TORCH_DIR"] = str(spec.framework_dir(envs.framework))
-        env["PERSEUS_PYTHON_TAG"] = cpython_tags(cell.python)[0]
     return env
 
 

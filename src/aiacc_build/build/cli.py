@@ -49,6 +49,7 @@ def _report_json(report: BuildReport) -> dict[str, object]:
                 "size": r.size,
                 "fingerprint": r.fingerprint,
                 "reused": r.reused,
+                "binding_build": r.binding_build,
                 "repaired_platform": r.repaired_platform,
                 "grafted": list(r.grafted),
                 "tested": r.smoke.description if r.smoke else None,
@@ -68,7 +69,8 @@ def _report_json(report: BuildReport) -> dict[str, object]:
 
 def _print_report(report: BuildReport) -> None:
     for r in report.results:
-        how = "reused" if r.reused else "built"
+        # a wheel not reused and not compiled is the shared binding build of its framework, re-tagged
+        how = "reused" if r.reused else ("re-tagged" if r.core is None else "built")
         console.print(
             f"[green]{how}[/] {wheel_path(r.plan.cell)} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
             f"auditwheel: {r.repaired_platform}) in {r.seconds:.1f}s"

@@ -1,6 +1,12 @@
 """The build driver: perseus-common once, the native core once per (toolkit, compiler, build type, release),
 then per cell: binding wheel -> auditwheel repair -> re-tag -> test in a fresh environment -> dist/.
 
+The binding is a Python-free torch extension (checked on every build: its libraries import nothing of
+the Python C API), so the cells of one framework build that differ only in their Python share one
+binding build, keyed by the framework's C++ interface (framework_facts.py): the first cell compiles and
+repairs it, the others re-tag that wheel for their Python. Every cell is still tested in its own fresh
+environment.
+
 Every step is a content-addressed cache entry (see cache.py), so a rebuild does only what its inputs
 changed. CI runs the same steps through cibuildwheel in a manylinux builder image (podman with a
 locally built image); on this machine the driver runs them natively with the host toolchain.
@@ -15,25 +21,27 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.utils import parse_wheel_filename
+
 from .. import __version__
 from ..model import Cell, ReleaseInfo
 from ..naming import COMMON_DISTRIBUTION, common_wheel_filename, wheel_filename, wheel_path
 from ..paths import DIST_DIR, NATIVE_DIR
-from .binding import BindingSpec, build_binding, ensure_binding_envs, read_binding_spec
-from .cache import BuildCache
+from .binding import BindingBuildError, BindingSpec, build_binding, ensure_binding_envs, read_binding_spec
+from .cache import BuildCache, CacheEntry
 from .common import CommonWheel, build_common
 from .core import CoreBuild, build_core, core_key_inputs
 from .framework_facts import FrameworkFacts, facts_of_installed, facts_problem
 from .hashing import file_sha256, tree_digest
 from .plan import BuildPlan, CellPlan, binding_dir
 from .record import BuildRecord, CellRecord, CommonRecord, load_record, mirror_root, save_record
-from .repair import EXCLUDED_LIBRARIES, RepairError, repair_and_retag
+from .repair import EXCLUDED_LIBRARIES, RepairError, repair_and_retag, retag
 from .smoke import SmokeResult, smoke_test
 from .toolchain import Toolchain, backend_interpreter, detect_toolchain
-from .wheelinfo import framework_dependencies, read_wheel
+from .wheelinfo import framework_dependencies, python_api_imports, read_wheel
 
 # Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
-DRIVER_REVISION = 2
+DRIVER_REVISION = 3
 BUILD_TYPE = "Release"
 
 
@@ -55,6 +63,8 @@ class CellResult:
     grafted: tuple[str, ...]
     note: str | None  # e.g. the published tag promises an older glibc than this native build needs
     reused: bool  # the wheel came from the cache
+    binding_build: str | None  # key of the binding build this cell shares with the other Pythons of its
+    # framework build (None: built for this cell alone, its framework's C++ interface unknown)
     core: CoreBuild | None  # None when the wheel was reused (the core was not needed)
     smoke: SmokeResult | None
     seconds: float
@@ -147,10 +157,13 @@ class Builder:
         return report
 
     # -- one cell ------------------------------------------------------------------------------
-    def _core_for(self, toolchain: Toolchain, release: ReleaseInfo) -> CoreBuild:
-        key = self.cache.key(
-            "core", core_key_inputs(self.native_dir, toolchain, self.options.build_type, release.version, self._digest)
+    def _core_key(self, toolchain: Toolchain, release: str) -> str:
+        return self.cache.key(
+            "core", core_key_inputs(self.native_dir, toolchain, self.options.build_type, release, self._digest)
         )
+
+    def _core_for(self, toolchain: Toolchain, release: ReleaseInfo) -> CoreBuild:
+        key = self._core_key(toolchain, release.version)
         if key not in self._cores or not self.cache.enabled:
             self.progress(f"core for {toolchain.label}")
             self._cores[key] = build_core(
@@ -164,7 +177,28 @@ class Builder:
             )
         return self._cores[key]
 
-    def _wheel_inputs(self, cell: Cell, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain) -> dict[str, object]:
+    def _shared_binding_inputs(
+        self, cell: Cell, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain
+    ) -> dict[str, object] | None:
+        """The inputs of the binding build that every Python of this framework build shares: the framework's
+        C++ interface instead of its file, no interpreter. None when that interface is unknown (the
+        framework file was not inspected): the cell then builds its own binding."""
+        facts = plan.facts
+        if facts is None or facts.interface is None:
+            return None
+        return {
+            "driver": DRIVER_REVISION,
+            "binding": self._digest(spec.source),
+            "core": self._core_key(toolchain, cell.release_version),
+            "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
+            "framework_interface": [facts.cuda, facts.cxx11_abi, facts.interface],
+            "toolchain": toolchain.identity,
+            "build_type": self.options.build_type,
+            "excluded_libraries": list(EXCLUDED_LIBRARIES),
+            "platform": sorted(t.platform for t in parse_wheel_filename(wheel_filename(cell))[3]),
+        }
+
+    def _own_binding_inputs(self, cell: Cell, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain) -> dict[str, object]:
         assert plan.framework is not None and plan.interpreter is not None
         backend = backend_interpreter(plan.interpreter)
         # only where another interpreter runs the build backend (cp36): other cells keep their keys
@@ -173,12 +207,7 @@ class Builder:
             **other_backend,
             "driver": DRIVER_REVISION,
             "binding": self._digest(spec.source),
-            "core": self.cache.key(
-                "core",
-                core_key_inputs(
-                    self.native_dir, toolchain, self.options.build_type, cell.release_version, self._digest
-                ),
-            ),
+            "core": self._core_key(toolchain, cell.release_version),
             "cell": cell.key,
             "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
             "framework_file": plan.framework.identity,
@@ -189,52 +218,103 @@ class Builder:
             "published_name": wheel_filename(cell),
         }
 
+    def _compile(
+        self, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain, path: Path, meta: dict[str, object], clock: _StepClock
+    ) -> CoreBuild:
+        """Build, repair and name the binding wheel of `plan`'s cell into `path`; returns the core it used."""
+        cell = plan.cell
+        assert plan.framework is not None and plan.interpreter is not None
+        with clock("core"):
+            core = self._core_for(toolchain, cell.release)
+        with clock("build env"):
+            envs = ensure_binding_envs(plan.interpreter, plan.framework, spec, self.cache)
+        facts = facts_of_installed(cell.framework, envs.framework.site_packages)
+        if facts is not None:
+            problem = facts_problem(cell, facts, plan.framework.filename)
+            if problem:  # the planner could not inspect the file (offline): never build against it
+                raise FrameworkMismatchError(problem)
+            meta["framework_facts"] = {"cuda": facts.cuda, "cxx11_abi": facts.cxx11_abi, "interface": facts.interface}
+        meta["backend_python"] = envs.backend_python
+        self.progress(f"binding {cell.framework.value} for {cell.key}")
+        with clock("binding"):
+            raw = build_binding(
+                cell, spec, envs, core, toolchain, self.options.build_type, self.cache, path / "raw", self.options.jobs
+            )
+        python_api = python_api_imports(raw)
+        if python_api:
+            raise BindingBuildError(
+                f"{raw.name}: its libraries import the Python C API ({python_api}); perseus bindings are "
+                f"Python-free torch extensions, which is what lets one build serve every Python (and a cp36 cell "
+                f"be built by a newer interpreter): move that code into the Python package"
+            )
+        with clock("repair"):
+            repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(envs.framework))
+        repaired.wheel.replace(path / wheel_filename(cell))
+        shutil.rmtree(path / "raw")
+        shutil.rmtree(path / "repaired")
+        meta.update(
+            wheel=wheel_filename(cell),
+            repaired_platform=repaired.repaired_platform,
+            grafted=list(repaired.grafted),
+            retagged=repaired.retagged,
+            note=repaired.note,
+        )
+        return core
+
+    @staticmethod
+    def _adopt(shared: CacheEntry, cell: Cell, path: Path) -> Path:
+        """The shared binding wheel, re-tagged for this cell's Python, in `path`."""
+        source = shared.path / str(shared.meta["wheel"])
+        target = path / wheel_filename(cell)
+        if source.name == target.name:
+            shutil.copyfile(source, target)
+            return target
+        scratch = path / "retag"
+        scratch.mkdir()
+        copy = scratch / source.name
+        shutil.copyfile(source, copy)
+        (wanted,) = parse_wheel_filename(target.name)[3]
+        retagged = retag(copy, wanted)
+        if retagged.name != target.name:
+            raise RepairError(f"re-tagging {source.name} for {cell.key} gave {retagged.name}, not {target.name}")
+        retagged.replace(target)
+        shutil.rmtree(scratch)
+        return target
+
     def _build_cell(self, plan: CellPlan, common: CommonWheel, root: Path) -> CellResult:
         started = time.perf_counter()
         cell = plan.cell
         assert plan.framework is not None and plan.interpreter is not None
         toolchain = detect_toolchain(cell.cuda)
         spec = read_binding_spec(binding_dir(cell.framework, self.native_dir))
-        inputs = self._wheel_inputs(cell, plan, spec, toolchain)
+        shared_inputs = self._shared_binding_inputs(cell, plan, spec, toolchain)
+        if shared_inputs is None:
+            inputs = self._own_binding_inputs(cell, plan, spec, toolchain)
+        else:
+            inputs = {
+                "driver": DRIVER_REVISION,
+                "binding_build": self.cache.key("binding", shared_inputs),
+                "cell": cell.key,
+                "published_name": wheel_filename(cell),
+            }
         used_core: list[CoreBuild] = []
         steps: dict[str, float] = {}
         clock = _StepClock(steps)
 
+        def compile_into(path: Path, meta: dict[str, object]) -> None:
+            used_core.append(self._compile(plan, spec, toolchain, path, meta, clock))
+
         def make(path: Path, meta: dict[str, object]) -> None:
-            with clock("core"):
-                core = self._core_for(toolchain, cell.release)
-            used_core.append(core)
-            with clock("build env"):
-                envs = ensure_binding_envs(plan.interpreter, plan.framework, spec, self.cache)  # type: ignore[arg-type]
-            facts = facts_of_installed(cell.framework, envs.framework.site_packages)
-            if facts is not None:
-                problem = facts_problem(cell, facts, plan.framework.filename)  # type: ignore[union-attr]
-                if problem:  # the planner could not inspect the file (offline): never build against it
-                    raise FrameworkMismatchError(problem)
-                meta["framework_facts"] = {"cuda": facts.cuda, "cxx11_abi": facts.cxx11_abi}
-            meta["backend_python"] = envs.backend_python
-            self.progress(f"binding {cell.framework.value} for {cell.key}")
-            with clock("binding"):
-                raw = build_binding(
-                    cell, spec, envs, core, toolchain, self.options.build_type, self.cache, path / "raw",
-                    self.options.jobs,
-                )  # fmt: skip
-            with clock("repair"):
-                repaired = repair_and_retag(
-                    raw, path / "repaired", wheel_filename(cell), spec.library_path(envs.framework)
-                )
-            final = path / wheel_filename(cell)
-            repaired.wheel.replace(final)
-            shutil.rmtree(path / "raw")
-            shutil.rmtree(path / "repaired")
+            if shared_inputs is None:
+                compile_into(path, meta)
+                final = path / wheel_filename(cell)
+            else:
+                shared = self.cache.ensure("binding", shared_inputs, compile_into)
+                with clock("retag"):
+                    final = self._adopt(shared, cell, path)
+                meta.update({k: v for k, v in shared.meta.items() if k != "wheel"}, binding_build=shared.key)
             _check_metadata(final, cell)
-            meta.update(
-                sha256=file_sha256(final),
-                repaired_platform=repaired.repaired_platform,
-                grafted=list(repaired.grafted),
-                retagged=repaired.retagged,
-                note=repaired.note,
-            )
+            meta["sha256"] = file_sha256(final)
 
         entry = self.cache.ensure("wheel", inputs, make)
         wheel = entry.path / wheel_filename(cell)
@@ -258,6 +338,7 @@ class Builder:
             grafted=tuple(entry.meta.get("grafted", [])),
             note=entry.meta.get("note"),  # type: ignore[arg-type]
             reused=entry.hit,
+            binding_build=entry.meta.get("binding_build"),  # type: ignore[arg-type]
             core=used_core[0] if used_core else None,
             smoke=smoke,
             seconds=time.perf_counter() - started,

@@ -9,14 +9,20 @@ registry file is read with HTTP range requests (its zip directory and two small 
 the whole file) and the answer is kept in the registry cache. The build checks the same facts again
 in the installed build environment, so a cell whose file could not be inspected (offline) still never
 builds against the wrong toolkit or ABI.
+
+The facts also name the framework's C++ interface: a digest of the sha256 that the wheel's RECORD lists
+for every header and CMake file. Builds of one framework release for different Pythons ship the same
+interface (torch 2.6.0 cp39 and cp312 do), and a binding that never touches the Python C API compiles
+to the same library against it, so the driver builds it once for all those cells (driver.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import requests
@@ -29,6 +35,9 @@ from .hashing import inputs_key
 # Members that carry the facts, relative to site-packages (the same paths inside the wheel).
 TORCH_VERSION_FILE = "torch/version.py"
 TORCH_CONFIG_FILE = "torch/share/cmake/Torch/TorchConfig.cmake"
+# What a C++ build against torch reads: its headers and its CMake package.
+TORCH_INTERFACE_PREFIXES = ("torch/include/", "torch/share/cmake/")
+_RECORD_MEMBER = re.compile(r"^[^/]+\.dist-info/RECORD$")
 
 _CUDA_LINE = re.compile(r"^cuda(?:\s*:[^=]*)?\s*=\s*(?:'([^']*)'|\"([^\"]*)\"|None)\s*$", re.MULTILINE)
 _ABI_FLAG = re.compile(r"-D_GLIBCXX_USE_CXX11_ABI=([01])")
@@ -42,6 +51,7 @@ class FactsError(RuntimeError):
 class FrameworkFacts:
     cuda: str | None  # the CUDA major.minor the framework was compiled with; None: a CPU build
     cxx11_abi: bool
+    interface: str | None = None  # digest of its headers + CMake files (None: unknown, e.g. no RECORD)
 
     @property
     def abi_label(self) -> str:
@@ -64,12 +74,28 @@ def parse_torch_facts(version_py: str, torch_config: str | None) -> FrameworkFac
     return FrameworkFacts(cuda=cuda, cxx11_abi=flag is None or flag[1] == "1")
 
 
+def interface_digest(record: str, prefixes: tuple[str, ...] = TORCH_INTERFACE_PREFIXES) -> str | None:
+    """The digest of the RECORD lines (path + sha256) of the files under `prefixes`; None when it lists none."""
+    lines = []
+    for line in record.splitlines():
+        path, _, rest = line.partition(",")
+        if path.startswith(prefixes):
+            lines.append(f"{path},{rest.split(',')[0]}")
+    if not lines:
+        return None
+    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
+
+
 def _facts_from_zip(archive: zipfile.ZipFile) -> FrameworkFacts:
     names = set(archive.namelist())
     if TORCH_VERSION_FILE not in names:
         raise FactsError(f"no {TORCH_VERSION_FILE} in the wheel")
     config = archive.read(TORCH_CONFIG_FILE).decode() if TORCH_CONFIG_FILE in names else None
-    return parse_torch_facts(archive.read(TORCH_VERSION_FILE).decode(), config)
+    facts = parse_torch_facts(archive.read(TORCH_VERSION_FILE).decode(), config)
+    records = [n for n in names if _RECORD_MEMBER.match(n)]
+    if len(records) == 1:
+        facts = replace(facts, interface=interface_digest(archive.read(records[0]).decode()))
+    return facts
 
 
 def facts_of_installed(framework: Framework, site_packages: Path) -> FrameworkFacts | None:
@@ -80,7 +106,11 @@ def facts_of_installed(framework: Framework, site_packages: Path) -> FrameworkFa
     if not version_py.is_file():
         raise FactsError(f"no torch installed in {site_packages}")
     config = site_packages / TORCH_CONFIG_FILE
-    return parse_torch_facts(version_py.read_text(), config.read_text() if config.is_file() else None)
+    facts = parse_torch_facts(version_py.read_text(), config.read_text() if config.is_file() else None)
+    records = list(site_packages.glob("torch-*.dist-info/RECORD"))
+    if len(records) == 1:
+        facts = replace(facts, interface=interface_digest(records[0].read_text()))
+    return facts
 
 
 def read_facts(
@@ -95,7 +125,7 @@ def read_facts(
                 return _facts_from_zip(archive)
         except (OSError, zipfile.BadZipFile, FactsError) as exc:
             return f"cannot read {artifact.filename}: {exc}"
-    cached = cache_dir / f"{inputs_key('framework-facts', {'file': artifact.identity, 'url': artifact.location})}.json"
+    cached = cache_dir / f"{inputs_key('framework-facts-2', {'file': artifact.identity, 'url': artifact.location})}.json"
     if cached.is_file():
         return FrameworkFacts(**json.loads(cached.read_text()))
     if offline:

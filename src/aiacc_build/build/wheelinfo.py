@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import io
 import zipfile
 from dataclasses import dataclass
 from email.parser import HeaderParser
 from pathlib import Path
+
+from elftools.common.exceptions import ELFError
+from elftools.elf.elffile import ELFFile
 
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
@@ -45,3 +49,30 @@ def framework_dependencies(
 ) -> list[str]:
     """Requirements on a framework: a Perseus wheel must have none (it never touches the user's framework)."""
     return [str(r) for r in info.requires if canonicalize_name(r.name).startswith(frameworks)]
+
+
+def python_api_imports(path: Path) -> dict[str, list[str]]:
+    """Per shared library in the wheel, the Python C API symbols it imports (`Py*`, `_Py*`): a library
+    without any works under every CPython, whichever interpreter built it."""
+    found: dict[str, list[str]] = {}
+    with zipfile.ZipFile(path) as zf:
+        for name in zf.namelist():
+            if not (name.endswith(".so") or ".so." in name.rsplit("/", 1)[-1]):
+                continue
+            try:
+                elf = ELFFile(io.BytesIO(zf.read(name)))
+            except ELFError:
+                continue
+            dynsym = elf.get_section_by_name(".dynsym")
+            if dynsym is None:
+                continue
+            imported = sorted(
+                {
+                    sym.name
+                    for sym in dynsym.iter_symbols()
+                    if sym["st_shndx"] == "SHN_UNDEF" and sym.name.startswith(("Py", "_Py"))
+                }
+            )
+            if imported:
+                found[name] = imported
+    return found

@@ -6,7 +6,6 @@ version.py (version, CUDA), share/cmake/Torch/TorchConfig.cmake (C++ standard) a
 interpreter build for a torch installed for another Python. Environment overrides:
   PERSEUS_TORCH_DIR        the torch package directory (.../site-packages/torch)
   PERSEUS_RELEASE          the perseus release (default: the build's default-release)
-  PERSEUS_PYTHON_TAG       e.g. cp36 (default: the building interpreter's)
 
   python torch_info.py [--json | --cmake FILE]
 """
@@ -82,13 +81,6 @@ def _cxx11_abi(directory):
         return b"__cxx11" in handle.read()
 
 
-def python_tag():
-    explicit = os.environ.get("PERSEUS_PYTHON_TAG")
-    if explicit:
-        return explicit
-    return "cp%d%d" % sys.version_info[:2]
-
-
 def release(default=DEFAULT_RELEASE):
     return os.environ.get("PERSEUS_RELEASE") or default
 
@@ -106,7 +98,6 @@ def info():
         "torch_cuda": version_values.get("cuda"),
         "cxx11_abi": _cxx11_abi(directory),
         "cxx_standard": _cxx_standard(directory),
-        "python_tag": python_tag(),
     }
 
 

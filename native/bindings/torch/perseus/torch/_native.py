@@ -92,7 +92,7 @@ def mismatches(manifest, running):
     if bool(manifest["cxx11_abi"]) != bool(running["cxx11_abi"]):
         found.append("%s (built) vs %s (installed torch)" % (_abi_words(manifest["cxx11_abi"]),
                                                              _abi_words(running["cxx11_abi"])))
-    if manifest["python_tag"] != running["python_tag"]:
+    if manifest["python_tag"] not in ("py3", running["python_tag"]):
         found.append("Python %s (built) vs %s (running)" % (manifest["python_tag"], running["python_tag"]))
     return found
 
