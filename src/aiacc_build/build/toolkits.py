@@ -258,10 +258,17 @@ def parse_release(text: str) -> ReleaseIndex:
     )
 
 
-def parse_packages(text: str) -> dict[str, list[DebPackage]]:
-    """Every stanza of a Packages index, by package name."""
+def parse_packages(text: str, names: set[str] | None = None) -> dict[str, list[DebPackage]]:
+    """The stanzas of a Packages index by package name (only those in `names`, when given: an index of
+    main holds tens of thousands, and a stanza's first line names its package)."""
     out: dict[str, list[DebPackage]] = {}
-    for para in deb822.Packages.iter_paragraphs(text.splitlines(keepends=True), use_apt_pkg=False):
+    for stanza in re.split(r"\n\s*\n", text):
+        if not stanza.strip():
+            continue
+        first = stanza.lstrip("\n").split("\n", 1)[0]
+        if names is not None and first.startswith("Package:") and first[8:].strip() not in names:
+            continue
+        para = deb822.Packages(stanza)
         try:
             pkg = DebPackage(
                 name=para["Package"],
@@ -273,8 +280,9 @@ def parse_packages(text: str) -> dict[str, list[DebPackage]]:
                 depends=para.get("Depends", ""),
             )
         except (KeyError, ValueError) as exc:
-            raise ArchiveError(f"a Packages stanza lacks a field ({exc}): {str(para)[:200]}") from exc
-        out.setdefault(pkg.name, []).append(pkg)
+            raise ArchiveError(f"a Packages stanza lacks a field ({exc}): {stanza[:200]}") from exc
+        if names is None or pkg.name in names:
+            out.setdefault(pkg.name, []).append(pkg)
     return out
 
 
@@ -470,7 +478,8 @@ def resolve(
     indexes = {}
     for index_path in spec.index_paths:
         say(f"reading {index_path}")
-        indexes[index_path] = parse_packages(fetch_index(archive, spec.suite, release, index_path))
+        names = {p.name for p in spec.packages if p.index_path == index_path}
+        indexes[index_path] = parse_packages(fetch_index(archive, spec.suite, release, index_path), names)
     packages = resolve_packages(spec, indexes)
     return ResolvedToolkit(spec=spec, packages=tuple(packages), signature=signature)
 
