@@ -94,7 +94,7 @@ def missing_nvcc_reason(cell: Cell) -> str:
     Debian (`aiacc-build toolkit fetch`), else only the release's builder image."""
     assert cell.cuda is not None
     spec = TOOLKITS.get(cell.cuda)
-    if spec is not None and spec.machine == machine_arch():
+    if spec is not None and spec.machine == cell.arch.value == machine_arch():
         return f"needs nvcc {cell.cuda}: run `aiacc-build toolkit fetch {cell.cuda}` ({spec.approx_download})"
     image = builder_image_tag(cell.release, cell.cuda, cell.arch.value)
     return f"needs nvcc {cell.cuda}: only through builder image {image} (CI)"
