@@ -8,6 +8,7 @@ torch it was built against (a pre-cxx11 torch: no std::__cxx11 in any c10::/at::
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import tempfile
@@ -23,17 +24,32 @@ class BinaryReport:
     library: str  # the member's path in the wheel
     needed: tuple[str, ...]  # DT_NEEDED
     vendored: tuple[str, ...]  # libraries grafted into the wheel (<package>.libs/)
-    sass: tuple[str, ...]  # sm_XX with device code in the fatbin
-    ptx: tuple[str, ...]  # sm_XX with PTX
+    sass: tuple[str, ...] | None  # sm_XX with device code in the fatbin; None: no cuobjdump to list it
+    ptx: tuple[str, ...] | None  # sm_XX with PTX
     torch_symbols: int  # undefined symbols the library takes from torch (c10::, at::, torch::)
     torch_cxx11_symbols: int  # ... of them mangled with std::__cxx11 (cxx11 ABI)
+    manifest_archs: tuple[str, ...] = ()  # the build manifest's cuda_architectures ("75-real", "90")
+
+    def expected_device_code(self) -> tuple[set[str], set[str]]:
+        """(SASS, PTX) architectures the manifest's CMake list promises: 75-real SASS only, 90-virtual PTX
+        only, a plain 90 both."""
+        sass, ptx = set(), set()
+        for entry in self.manifest_archs:
+            arch, _, kind = entry.partition("-")
+            if kind in ("", "real"):
+                sass.add(arch)
+            if kind in ("", "virtual"):
+                ptx.add(arch)
+        return sass, ptx
 
     def problems(self, cuda: bool, cxx11_abi: bool) -> list[str]:
         out = []
         if any(n.startswith("libcudart") for n in self.needed + self.vendored):
             out.append("needs or vendors libcudart")
-        if cuda and not [a for a in self.sass if int(a) >= 75]:
+        if cuda and self.sass is not None and not [a for a in self.sass if int(a.rstrip("a")) >= 75]:
             out.append("no device code for sm_75+")
+        if cuda and self.sass is not None and self.expected_device_code() != (set(self.sass), set(self.ptx or ())):
+            out.append(f"the manifest lists {';'.join(self.manifest_archs)}, the fatbin holds other code")
         if self.torch_symbols == 0:
             out.append("takes no symbol from torch (not a torch extension?)")
         elif not cxx11_abi and self.torch_cxx11_symbols:
@@ -43,7 +59,10 @@ class BinaryReport:
         return out
 
     def summary(self) -> str:
-        device = f"SASS sm_{'/'.join(self.sass)}" if self.sass else "no device code"
+        if self.sass is None:
+            device = "device code not listed (no cuobjdump with this toolkit)"
+        else:
+            device = f"SASS sm_{'/'.join(self.sass)}" if self.sass else "no device code"
         if self.ptx:
             device += f" + PTX sm_{'/'.join(self.ptx)}"
         cudart = "libcudart NEEDED" if any(n.startswith("libcudart") for n in self.needed) else "no libcudart"
@@ -63,18 +82,20 @@ def _archs(listing: str, kind: str) -> tuple[str, ...]:
 
 
 def inspect_wheel(wheel: Path, cuobjdump: Path | None) -> BinaryReport:
-    """Read the wheel's ops library (perseus/torch/_perseus_ops*.so); `cuobjdump` of the cell's toolkit."""
+    """Read the wheel's ops library (perseus/torch/_perseus_ops*.so); `cuobjdump` of the cell's toolkit
+    (a toolkit installed without it, like /usr/local/cuda-13.0 here, leaves the device code unlisted)."""
     with zipfile.ZipFile(wheel) as zf:
         names = zf.namelist()
         (member,) = [n for n in names if re.search(r"/_perseus_ops[^/]*\.so$", n)]
         vendored = tuple(sorted(Path(n).name for n in names if re.search(r"\.libs/[^/]+\.so", n)))
+        manifest = json.loads(zf.read(member.rsplit("/", 1)[0] + "/build_manifest.json"))
         with tempfile.TemporaryDirectory(prefix="aiacc-inspect-") as tmp:
             lib = Path(tmp) / "ops.so"
             lib.write_bytes(zf.read(member))
             needed = tuple(re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", _run(["readelf", "-d", str(lib)])))
-            sass: tuple[str, ...] = ()
-            ptx: tuple[str, ...] = ()
-            if cuobjdump is not None:
+            sass: tuple[str, ...] | None = None
+            ptx: tuple[str, ...] | None = None
+            if cuobjdump is not None and cuobjdump.is_file():
                 sass = _archs(_run([str(cuobjdump), "--list-elf", str(lib)], check=False), "ELF")
                 ptx = _archs(_run([str(cuobjdump), "--list-ptx", str(lib)], check=False), "PTX")
             undefined = _run(["nm", "-D", "-C", "--undefined-only", str(lib)]).splitlines()
@@ -87,4 +108,5 @@ def inspect_wheel(wheel: Path, cuobjdump: Path | None) -> BinaryReport:
         ptx=ptx,
         torch_symbols=len(torch),
         torch_cxx11_symbols=sum("__cxx11" in line for line in torch),
+        manifest_archs=tuple(manifest.get("cuda_architectures") or ()),
     )
