@@ -339,3 +339,25 @@ def test_real_toolkit_fetch_compiles_and_is_found_by_cmake_and_the_toolchain(tmp
     subprocess.run(["cmake", "--build", str(build), "-j2"], check=True, capture_output=True)
     listing = subprocess.run([str(prefix / "bin" / "cuobjdump"), "--list-elf", str(build / "k")], capture_output=True, text=True)
     assert "sm_75" in listing.stdout
+
+
+# ---- the command line ---------------------------------------------------------------------------
+
+
+def test_cli_lists_the_recipes_and_refuses_an_unknown_cuda(tmp_path, monkeypatch, capsys):
+    import json
+
+    from aiacc_build.cli import main
+
+    monkeypatch.setenv("AIACC_TOOLKITS_DIR", str(tmp_path / "toolkits"))
+    assert main(["toolkit", "list", "--json"]) == 0
+    listing = json.loads(capsys.readouterr().out)
+    assert listing["dir"] == str(tmp_path / "toolkits")
+    (row,) = listing["toolkits"]
+    assert row["cuda"] == "12.4" and row["installed"] is False and "libcu++-dev" in row["source"]
+    assert main(["toolkit", "fetch", "12.5"]) == UnknownToolkitError.exit_code == 2
+    assert "known: 12.4" in capsys.readouterr().err
+    # an unreachable mirror is a registry error (exit 5) and leaves no toolkit behind
+    code = main(["toolkit", "fetch", "12.4", "--mirror", "http://127.0.0.1:9", "--no-signature-check", "--json"])
+    assert code == ArchiveError.exit_code == 5
+    assert not (tmp_path / "toolkits" / "cuda-12.4").exists()

@@ -55,7 +55,7 @@ def toolkit_group() -> None:
     "root",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Toolkits folder (default: $AIACC_TOOLKITS_DIR or <build cache>/toolkits).",
+    help="Toolkits folder (default: $AIACC_TOOLKITS_DIR, else .cache/aiacc-build/toolkits of this checkout).",
 )
 @click.option("--mirror", default=DEFAULT_MIRROR, show_default=True, help="Debian mirror to read.")
 @click.option(
@@ -146,7 +146,7 @@ def _fetch_json(result: FetchResult) -> dict[str, object]:
     "root",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
-    help="Toolkits folder (default: $AIACC_TOOLKITS_DIR or <build cache>/toolkits).",
+    help="Toolkits folder (default: $AIACC_TOOLKITS_DIR, else .cache/aiacc-build/toolkits of this checkout).",
 )
 @click.option("--verify", is_flag=True, help="Re-hash every installed file against the toolkit's manifest.")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
