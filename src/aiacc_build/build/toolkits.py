@@ -297,7 +297,9 @@ _RELATIONS: dict[str, Callable[[object, object], bool]] = {
 
 def unmet_relations(pkg: DebPackage, chosen: dict[str, DebPackage]) -> list[str]:
     """The versioned Depends of `pkg` on other chosen packages (single alternatives) that they do not meet."""
-    unmet = []
+    unmet: list[str] = []
+    if not pkg.depends.strip():
+        return unmet
     for alternatives in deb822.PkgRelation.parse_relations(pkg.depends):
         if len(alternatives) != 1 or not alternatives[0].get("version"):
             continue
