@@ -1,6 +1,7 @@
 """Opt-in real builds across torch versions, Pythons, C++ ABIs and toolkits (not CI: GBs of frameworks).
 
     AIACC_OPTIN=1 .venv/bin/python bench/optin_builds.py [--jobs 2] [--work DIR] [--json FILE]
+        [--only GLOB ...] [--uv-cache DIR]
 
 Plans the cells below with the real planner and builds every one it accepts with the real driver:
 conan core per toolkit, binding with scikit-build-core in the cell's isolated build env, auditwheel
@@ -8,8 +9,15 @@ repair + re-tag, install into a fresh uv venv with the exact framework file, imp
 planner refuses (no nvcc of exactly their CUDA here, ...) are listed with its reason: they are never
 built against another toolkit. Wheels, cores and build envs go into a FRESH build cache under --work,
 so every time is a real build; only uv's download cache is shared with the repository's build cache
-(`.cache/aiacc-build/uv`), so frameworks are downloaded once (~500 MiB per torch file, ~3 GiB of CUDA
-13 libraries per torch release). The first CUDA cell carries the CUDA core's compile.
+(`.cache/aiacc-build/uv`, or --uv-cache), so frameworks are downloaded once (~500 MiB per torch file,
+~3 GiB of CUDA libraries per torch release). The first CUDA cell of each toolkit carries that core's
+compile. `--only GLOB` (repeatable, over RELEASE/KEY) builds a subset of the cells.
+
+The torch 2.6.0 cells are the pre-cxx11-ABI CUDA cells: torch 2.6.0 from PyPI is a CUDA 12.4 build with
+-D_GLIBCXX_USE_CXX11_ABI=0, compiled with the real nvcc 12.4 that `aiacc-build toolkit fetch 12.4`
+provisions from Debian (the planner defers them with that advice when it is missing). Every built CUDA
+wheel's ops library is inspected (bench/wheel_binary.py): device code for sm_75+, no libcudart needed
+or vendored, torch-facing symbols in the torch's own C++ ABI.
 
 Probes (not cells, never published): the planner rightly refuses the pre-cxx11 torch 1.8.0 cells
 (CUDA 10.2, no nvcc 10.2 here), so the same building blocks compile the binding CPU-only against
@@ -26,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import fnmatch
 import json
 import os
 import re
@@ -50,16 +59,20 @@ from aiacc_build.build.toolchain import detect_toolchain, find_interpreter
 from aiacc_build.matrix import load_release
 from aiacc_build.naming import wheel_filename
 from aiacc_build.paths import NATIVE_DIR, REPO_ROOT
+from wheel_binary import BinaryReport, inspect_wheel
 
-# (release, cell key without the release, expected planner status). Together the built ones cover three
-# torch releases x four Pythons, a CPU and a CUDA 13.0 toolkit; the 1.5.0 ones are the pre-cxx11-ABI
-# torch 1.8.0 (CUDA 10.2) cells for Python 3.7 and 3.6, which need nvcc 10.2 (a builder image).
+# (release, cell key without the release, expected planner status). Together the built ones cover four
+# torch releases x five Pythons, both C++ ABIs, a CPU and two CUDA toolkits (13.0 from /usr/local, 12.4
+# provisioned from Debian: run `aiacc-build toolkit fetch 12.4` first); the 1.5.0 ones are the
+# pre-cxx11-ABI torch 1.8.0 (CUDA 10.2) cells for Python 3.7 and 3.6, which need nvcc 10.2 (a builder image).
 CELLS: tuple[tuple[str, str, str], ...] = (
     ("2.0.0", "torch-2.13.0/cpu/py3.11/x86_64", "build"),
     ("2.0.0", "torch-2.14.1/cuda13.0/py3.11/x86_64", "build"),
     ("2.0.0", "torch-2.12.1/cuda13.0/py3.10/x86_64", "build"),
     ("2.0.0", "torch-2.13.0/cuda13.0/py3.12/x86_64", "build"),
     ("2.0.0", "torch-2.14.1/cuda13.0/py3.13/x86_64", "build"),
+    ("2.0.0", "torch-2.6.0/cuda12.4/py3.9/x86_64", "build"),
+    ("2.0.0", "torch-2.6.0/cuda12.4/py3.12/x86_64", "build"),
     ("1.5.0", "torch-1.8.0/cuda10.2/py3.7/x86_64", "deferred"),
     ("1.5.0", "torch-1.8.0/cuda10.2/py3.6/x86_64", "deferred"),
 )
@@ -76,10 +89,21 @@ class Row:
     expected: str
     result: CellResult | None
     error: str | None
+    binary: BinaryReport | None = None
+
+    @property
+    def binary_problems(self) -> list[str]:
+        if self.binary is None or self.result is None:
+            return []
+        facts = self.result.facts or self.plan.facts
+        cxx11 = facts.cxx11_abi if facts else self.plan.cell.build.cxx11_abi is not False
+        return self.binary.problems(cuda=self.plan.cell.cuda is not None, cxx11_abi=cxx11)
 
     @property
     def ok(self) -> bool:
         if self.plan.status.value != self.expected:
+            return False
+        if self.binary_problems:
             return False
         return self.expected != "build" or (self.result is not None and self.result.smoke is not None)
 
@@ -94,10 +118,13 @@ class Row:
             )
             steps = ", ".join(f"{name} {t:.0f}" for name, t in r.steps.items() if t >= 0.5)
             test = r.smoke.output.splitlines()[-1] if r.smoke and r.smoke.output else "not run"
-            return [self.key, framework, abi, toolkit, human_size(r.size), f"{r.seconds:.0f} s ({steps})", test]
+            binary = self.binary.summary() if self.binary else "-"
+            if self.binary_problems:
+                binary += " (PROBLEM: " + "; ".join(self.binary_problems) + ")"
+            return [self.key, framework, abi, toolkit, human_size(r.size), f"{r.seconds:.0f} s ({steps})", test, binary]
         toolkit = f"needs CUDA {p.cell.cuda}" if p.cell.cuda else "CPU"
         status = f"failed: {self.error}" if self.error else f"{p.status.value}: {p.reason}"
-        return [self.key, framework, abi, toolkit, "-", "-", status]
+        return [self.key, framework, abi, toolkit, "-", "-", status, "-"]
 
 
 @dataclass(frozen=True)
@@ -132,6 +159,7 @@ class ProbeRow:
             size,
             f"{self.seconds:.0f} s ({steps})",
             result or "",
+            "-",
         ]
 
 
@@ -198,13 +226,28 @@ def probe(release_version: str, key: str, cache: BuildCache, native: Path, work:
     )  # fmt: skip
 
 
-HEADER = ["cell", "framework file", "C++ ABI", "toolkit", "wheel", "build time (steps, s)", "test"]
+HEADER = ["cell", "framework file", "C++ ABI", "toolkit", "wheel", "build time (steps, s)", "test", "ops library"]
 
 
 def markdown(rows: list[Row] | list[Row | ProbeRow]) -> str:
     lines = ["| " + " | ".join(HEADER) + " |", "|" + " --- |" * len(HEADER)]
     lines += ["| " + " | ".join(c.replace("|", "/") for c in row.cells()) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def chosen_cells(only: list[str] | None) -> list[tuple[str, str, str]]:
+    """CELLS, or those whose RELEASE/KEY matches one of the globs."""
+    if not only:
+        return list(CELLS)
+    picked = [c for c in CELLS if any(fnmatch.fnmatchcase(f"{c[0]}/{c[1]}", g) for g in only)]
+    if not picked:
+        raise SystemExit(f"--only {' '.join(only)} matches none of: {', '.join(f'{r}/{k}' for r, k, _ in CELLS)}")
+    return picked
+
+
+def inspect(result: CellResult) -> BinaryReport:
+    compiler = result.plan.cuda_compiler
+    return inspect_wheel(result.path, compiler.nvcc.parent / "cuobjdump" if compiler else None)
 
 
 def run(
@@ -215,6 +258,7 @@ def run(
     probes: bool,
     cells: bool = True,
     probe_cells: list[tuple[str, str]] | None = None,
+    only: list[str] | None = None,
 ) -> list[Row | ProbeRow]:
     shutil.rmtree(work / "cache", ignore_errors=True)
     shutil.rmtree(work / "dist", ignore_errors=True)
@@ -228,9 +272,10 @@ def run(
         progress=lambda m: print(f"  {time.strftime('%H:%M:%S')} {m}", file=sys.stderr, flush=True),
     )
     rows: list[Row | ProbeRow] = []
-    for version in dict.fromkeys(release for release, _, _ in CELLS) if cells else ():
+    table = chosen_cells(only)
+    for version in dict.fromkeys(release for release, _, _ in table) if cells else ():
         release = load_release(version)
-        wanted = {f"{version}/{key}": expected for rel, key, expected in CELLS if rel == version}
+        wanted = {f"{version}/{key}": expected for rel, key, expected in table if rel == version}
         missing = set(wanted) - {c.key for c in release.cells}
         if missing:
             raise SystemExit(f"release {version} has no cells {sorted(missing)}: update CELLS")
@@ -240,7 +285,9 @@ def run(
         results = {r.plan.cell.key: r for r in report.results} if report else {}
         failures = {f.plan.cell.key: f.error for f in report.failures} if report else {}
         for p in chosen:
-            rows.append(Row(p.cell.key, p, wanted[p.cell.key], results.get(p.cell.key), failures.get(p.cell.key)))
+            result = results.get(p.cell.key)
+            binary = inspect(result) if result is not None else None
+            rows.append(Row(p.cell.key, p, wanted[p.cell.key], result, failures.get(p.cell.key), binary))
     for version, key in (probe_cells or PROBES) if probes else ():
         print(f"  {time.strftime('%H:%M:%S')} probe {version}/{key}", file=sys.stderr, flush=True)
         rows.append(probe(version, key, cache, native, work, jobs))
@@ -256,6 +303,15 @@ def main() -> int:
     parser.add_argument("--no-probes", action="store_true", help="only the cells, no probes")
     parser.add_argument("--no-cells", action="store_true", help="only the probes")
     parser.add_argument(
+        "--only", action="append", metavar="GLOB", help="only the cells whose RELEASE/KEY matches (2.0.0/torch-2.6.0/*)"
+    )
+    parser.add_argument(
+        "--uv-cache",
+        type=Path,
+        default=DEFAULT_CACHE_DIR / "uv",
+        help="uv's download cache, shared so frameworks are fetched once (default: the build cache's)",
+    )
+    parser.add_argument(
         "--probe",
         action="append",
         metavar="RELEASE/KEY",
@@ -270,11 +326,12 @@ def main() -> int:
     rows = run(
         args.work,
         args.jobs,
-        DEFAULT_CACHE_DIR / "uv",
+        args.uv_cache,
         args.native.resolve(),
         not args.no_probes,
         not args.no_cells,
         chosen,
+        args.only,
     )
     print(markdown(rows))
     built = [r for r in rows if isinstance(r, Row) and r.result is not None]

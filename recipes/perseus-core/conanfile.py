@@ -5,8 +5,9 @@ build type) into the local cache, then linked statically into every framework bi
     conan create recipes/perseus-core --version 1.5.0 -o "&:cuda=none"
 
 The sources are exported from native/core of this checkout (no download, no remote). The nvcc used
-is conf `user.perseus:nvcc` (default /usr/local/cuda/bin/nvcc); its version must equal the `cuda`
-option, which is part of the package id together with the compiler settings and the architectures.
+is conf `user.perseus:nvcc` (default /usr/local/cuda/bin/nvcc), its toolkit the folder above its bin/,
+and conf `user.perseus:cuda_host_compiler` names nvcc's host compiler when it must be explicit (a
+toolkit provisioned by `aiacc-build toolkit fetch`); the nvcc's version must equal the `cuda` option, which is part of the package id together with the compiler settings and the architectures.
 A binding consumes the package with -DPERSEUS_CORE_PREFIX=<package folder> (its CMake config file).
 """
 import os
@@ -72,6 +73,11 @@ class PerseusCoreConan(ConanFile):
                                                 "the %s toolkit" % (self.options.cuda, nvcc, found, self.options.cuda))
             toolchain.cache_variables["PERSEUS_WITH_CUDA"] = "ON"
             toolchain.cache_variables["CMAKE_CUDA_COMPILER"] = nvcc
+            # this toolkit's runtime and headers, never another one FindCUDAToolkit might find first
+            toolchain.cache_variables["CUDAToolkit_ROOT"] = os.path.dirname(os.path.dirname(os.path.realpath(nvcc)))
+            host = self.conf.get("user.perseus:cuda_host_compiler")
+            if host:
+                toolchain.cache_variables["CMAKE_CUDA_HOST_COMPILER"] = host
             toolchain.cache_variables["PERSEUS_CUDA_ARCHITECTURES"] = str(self.options.cuda_architectures)
         toolchain.generate()
 

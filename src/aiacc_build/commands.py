@@ -13,6 +13,7 @@ COMMAND_MODULES: list[str] = [
     "checks.cli",
     "build.cli",
     "images.cli",
+    "build.toolkit_cli",
 ]
 
 

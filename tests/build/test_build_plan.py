@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -9,8 +10,9 @@ from packaging.version import Version
 from wheels_testkit import LOCAL_CELL, LOCAL_TORCH_FILE, RELEASE, torch_cell, torch_wheel
 
 from aiacc_build.build.frameworks import RegistryClient, find_local, pinned, wheel_fits
-from aiacc_build.build.plan import CellStatus, plan_cell, plan_cells
-from aiacc_build.build.toolchain import find_cuda_compiler, find_interpreter
+from aiacc_build.build.plan import CellStatus, missing_nvcc_reason, plan_cell, plan_cells
+from aiacc_build.build.toolchain import cuda_compilers, find_cuda_compiler, find_interpreter
+from aiacc_build.build.toolkits import installed, toolkits_dir
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild
 
 needs_local_torch = pytest.mark.skipif(not Path(LOCAL_TORCH_FILE).is_file(), reason="torch 2.13.0+cpu not on this disk")
@@ -85,6 +87,37 @@ def test_cuda_cell_without_its_nvcc_is_deferred_to_a_builder_image(native, offli
     assert plan.status is CellStatus.DEFERRED
     assert "needs nvcc 11.0" in plan.reason and "perseus-builder:" in plan.reason
     assert not plan.buildable_here
+
+
+@pytest.fixture
+def no_provisioned_toolkits(tmp_path, monkeypatch):
+    """An empty toolkits folder: only /usr/local's nvcc count (the probe is cached per process)."""
+    monkeypatch.setenv("AIACC_TOOLKITS_DIR", str(tmp_path / "toolkits"))
+    cuda_compilers.cache_clear()
+    yield
+    cuda_compilers.cache_clear()
+
+
+def test_cuda_cell_of_a_provisionable_toolkit_names_the_fetch(native, offline, no_provisioned_toolkits):
+    if find_cuda_compiler("12.4") is not None:
+        pytest.skip("this machine has nvcc 12.4 under /usr/local")
+    cell = torch_cell("2.6.0", "12.4", "3.9", variant=None, cxx11_abi=False)
+    plan = plan_cell(cell, True, offline, native)
+    assert plan.status is CellStatus.DEFERRED and not plan.buildable_here
+    assert plan.reason == "needs nvcc 12.4: run `aiacc-build toolkit fetch 12.4` (~1 GB)"
+    # only where the recipe's packages run: an aarch64 cell still needs its builder image
+    arm = dataclasses.replace(cell, arch=Arch.AARCH64)
+    assert "perseus-builder:" in missing_nvcc_reason(arm) and "toolkit fetch" not in missing_nvcc_reason(arm)
+
+
+def test_provisioned_toolkit_makes_its_cells_plannable(native, offline):
+    if installed(toolkits_dir() / "cuda-12.4") is None:
+        pytest.skip("no provisioned CUDA 12.4 here (aiacc-build toolkit fetch 12.4)")
+    cuda_compilers.cache_clear()
+    plan = plan_cell(torch_cell("2.6.0", "12.4", "3.9", variant=None, cxx11_abi=False), True, offline, native)
+    assert plan.cuda_compiler is not None and plan.cuda_compiler.version.startswith("12.4.")
+    assert plan.cuda_compiler.max_host_gcc is not None  # the build passes its C++ compiler to nvcc
+    assert "needs nvcc" not in plan.reason
 
 
 def test_missing_interpreter_is_named(native, offline):

@@ -60,8 +60,17 @@ def test_upstream_facts_shape_the_cells(modern):
     assert {c.cuda for c in select_cells(modern.cells, framework="torch", framework_version="2.15.0")} == {"13.2", None}
 
 
+def test_torch_26_is_the_pre_cxx11_cuda_124_line(modern):
+    cells = select_cells(modern.cells, framework="torch", framework_version="2.6.0")
+    assert sorted(c.python for c in cells) == sorted(["3.9", "3.10", "3.11", "3.12", "3.13"])
+    for c in cells:  # its aarch64 build (CPU, cxx11) is excluded with a reason; no +cpu build is recorded
+        assert (c.cuda, c.arch.value, c.build.requirement, c.build.cxx11_abi) == ("12.4", "x86_64", "torch==2.6.0", False)
+    (py39,) = [c for c in cells if c.python == "3.9"]
+    assert naming.wheel_path(py39) == "cuda124/perseus_torch-2.0.0+2.6.0-cp39-cp39-manylinux_2_28_x86_64.whl"
+
+
 def test_cell_counts(modern):
-    assert Counter(c.framework.value for c in modern.cells) == {"torch": 45, "tensorflow": 9, "mxnet": 3}
+    assert Counter(c.framework.value for c in modern.cells) == {"torch": 50, "tensorflow": 9, "mxnet": 3}
 
 
 def test_load_all_is_sorted_and_keys_are_unique():

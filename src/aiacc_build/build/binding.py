@@ -103,7 +103,15 @@ def config_settings(core_prefix: Path, build_dir: Path, build_type: str, toolcha
         f"cmake.define.CMAKE_CXX_COMPILER={toolchain.cxx}",
     ]
     if toolchain.cuda is not None:
-        settings += [f"cmake.define.CMAKE_CUDA_COMPILER={toolchain.cuda.nvcc}", "cmake.define.PERSEUS_WITH_CUDA=ON"]
+        # CUDAToolkit_ROOT: the core's package config finds CUDAToolkit before the CUDA language is on,
+        # so without it FindCUDAToolkit could take /usr/local/cuda's runtime for another toolkit's kernels
+        settings += [
+            f"cmake.define.CMAKE_CUDA_COMPILER={toolchain.cuda.nvcc}",
+            f"cmake.define.CUDAToolkit_ROOT={toolchain.cuda.root}",
+            "cmake.define.PERSEUS_WITH_CUDA=ON",
+        ]
+        if toolchain.cuda_host_compiler is not None:
+            settings.append(f"cmake.define.CMAKE_CUDA_HOST_COMPILER={toolchain.cuda_host_compiler}")
     else:
         settings.append("cmake.define.PERSEUS_WITH_CUDA=OFF")
     return settings

@@ -110,7 +110,14 @@ def configure_args(
         "-DPERSEUS_BUILD_TESTS=OFF",
     ]
     if toolchain.cuda is not None:
-        args += ["-DPERSEUS_WITH_CUDA=ON", f"-DCMAKE_CUDA_COMPILER={toolchain.cuda.nvcc}"]
+        # CUDAToolkit_ROOT: FindCUDAToolkit takes the libraries of this toolkit, never /usr/local/cuda's
+        args += [
+            "-DPERSEUS_WITH_CUDA=ON",
+            f"-DCMAKE_CUDA_COMPILER={toolchain.cuda.nvcc}",
+            f"-DCUDAToolkit_ROOT={toolchain.cuda.root}",
+        ]
+        if toolchain.cuda_host_compiler is not None:
+            args.append(f"-DCMAKE_CUDA_HOST_COMPILER={toolchain.cuda_host_compiler}")
     else:
         args += ["-DPERSEUS_WITH_CUDA=OFF"]
     return args
@@ -140,6 +147,8 @@ def conan_args(recipe: Path, toolchain: Toolchain, build_type: str, release: str
     ]  # fmt: skip
     if toolchain.cuda is not None:
         args += ["-c", f"user.perseus:nvcc={toolchain.cuda.nvcc}"]
+        if toolchain.cuda_host_compiler is not None:
+            args += ["-c", f"user.perseus:cuda_host_compiler={toolchain.cuda_host_compiler}"]
     return args
 
 

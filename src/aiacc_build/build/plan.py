@@ -1,7 +1,8 @@
 """Build planning: which cells of a release are built on this machine now, and why the others are not.
 
 A cell is buildable here when its binding exists in native/bindings/, the machine has its architecture,
-an interpreter for its build Python, the real nvcc of exactly its CUDA (or it is a CPU cell), and the
+an interpreter for its build Python, the real nvcc of exactly its CUDA (or it is a CPU cell: a toolkit
+under /usr/local, or one `aiacc-build toolkit fetch` provisioned into the build cache), and the
 exact framework build (version + CUDA variant + C++ ABI) exists for that Python: its local label and,
 read from the file itself, the CUDA it was compiled with and its C++ ABI must be the cell's. Of those, the default
 selection builds the cells whose framework already lies on this disk (fast: what CI runs); a selection
@@ -22,6 +23,7 @@ from ..naming import builder_image_tag
 from ..paths import NATIVE_DIR
 from .framework_facts import FrameworkFacts, facts_problem, read_facts
 from .frameworks import FrameworkArtifact, RegistryClient, pinned, resolve_framework
+from .toolkits import TOOLKITS
 from .toolchain import CudaCompiler, Interpreter, find_cuda_compiler, find_interpreter, machine_arch
 
 
@@ -87,6 +89,17 @@ def _variant_problem(cell: Cell, artifact: FrameworkArtifact) -> str | None:
     return None
 
 
+def missing_nvcc_reason(cell: Cell) -> str:
+    """Why a CUDA cell has no compiler here, and how to get one: a toolkit this tool provisions from
+    Debian (`aiacc-build toolkit fetch`), else only the release's builder image."""
+    assert cell.cuda is not None
+    spec = TOOLKITS.get(cell.cuda)
+    if spec is not None and spec.machine == cell.arch.value == machine_arch():
+        return f"needs nvcc {cell.cuda}: run `aiacc-build toolkit fetch {cell.cuda}` ({spec.approx_download})"
+    image = builder_image_tag(cell.release, cell.cuda, cell.arch.value)
+    return f"needs nvcc {cell.cuda}: only through builder image {image} (CI)"
+
+
 def plan_cell(
     cell: Cell,
     selected: bool | None,
@@ -114,8 +127,7 @@ def plan_cell(
     if cell.cuda is not None:
         compiler = find_cuda_compiler(cell.cuda)
         if compiler is None:
-            image = builder_image_tag(cell.release, cell.cuda, cell.arch.value)
-            return deferred(f"needs nvcc {cell.cuda}: only through builder image {image} (CI)")
+            return deferred(missing_nvcc_reason(cell))
 
     pythons = [cell.python] if cell.python else list(cell.env_pythons)
     interpreter = next((i for i in map(find_interpreter, pythons) if i is not None), None)

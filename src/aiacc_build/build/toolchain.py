@@ -1,6 +1,8 @@
 """What this machine can build with: Python interpreters, C++ compiler, CMake, CUDA compilers.
 
-Each probe runs once per process. The identities found here enter cache keys, so a compiler upgrade
+CUDA compilers are real toolkits only: /usr/local/cuda-X.Y, and toolkits provisioned from Debian into
+the build cache by `aiacc-build toolkit fetch` (toolkits.py), which are driven with the build's own C++
+compiler as nvcc's host compiler. Each probe runs once per process. The identities found here enter cache keys, so a compiler upgrade
 rebuilds everything it compiled and nothing else.
 """
 
@@ -15,6 +17,8 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+
+from .toolkits import TOOLKITS, host_compiler_problem, installed_toolkits, nvcc_release
 
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))
 # Real toolkits only: the pip cu11/cu12 "nvcc" packages hold no compiler, so they are never probed.
@@ -33,6 +37,9 @@ class CudaCompiler:
     cuda: str  # "13.0"
     version: str  # "13.0.88"
     nvcc: Path
+    # A provisioned toolkit has no host compiler of its own: the build passes its C++ compiler to nvcc,
+    # which must be a GCC no newer than this. None: nvcc picks its host compiler itself (/usr/local).
+    max_host_gcc: int | None = None
 
     @property
     def root(self) -> Path:
@@ -50,6 +57,11 @@ class Toolchain:
     ninja_version: str
     arch: str
     cuda: CudaCompiler | None
+
+    @property
+    def cuda_host_compiler(self) -> Path | None:
+        """The host compiler passed to nvcc explicitly (CMAKE_CUDA_HOST_COMPILER), if any."""
+        return self.cxx if self.cuda is not None and self.cuda.max_host_gcc is not None else None
 
     @property
     def identity(self) -> dict[str, str | None]:
@@ -116,22 +128,23 @@ def _first_line(cmd: list[str]) -> str:
 
 @functools.cache
 def cuda_compilers() -> tuple[CudaCompiler, ...]:
-    """Every real nvcc installed under /usr/local/cuda-X.Y (and /usr/local/cuda), one per version."""
+    """Every real nvcc, one per CUDA version: /usr/local/cuda-X.Y (and /usr/local/cuda) first, then the
+    toolkits provisioned into the build cache."""
     found: dict[str, CudaCompiler] = {}
     for root in CUDA_ROOTS:
         if not root.is_dir():
             continue
         for toolkit in sorted(root.glob("cuda*")):
             nvcc = toolkit / "bin" / "nvcc"
-            if not nvcc.is_file():
-                continue
-            try:
-                text = subprocess.run([str(nvcc), "--version"], check=True, capture_output=True, text=True).stdout
-            except (OSError, subprocess.CalledProcessError):
-                continue
-            match = re.search(r"release (\d+\.\d+), V(\d+\.\d+\.\d+)", text)
-            if match and match[1] not in found:
-                found[match[1]] = CudaCompiler(cuda=match[1], version=match[2], nvcc=nvcc.resolve())
+            release = nvcc_release(nvcc) if nvcc.is_file() else None
+            if release and release[0] not in found:
+                found[release[0]] = CudaCompiler(cuda=release[0], version=release[1], nvcc=nvcc.resolve())
+    for provisioned in installed_toolkits():
+        release = nvcc_release(provisioned.nvcc)
+        if release and release[0] == provisioned.cuda and release[0] not in found:
+            found[release[0]] = CudaCompiler(
+                cuda=release[0], version=release[1], nvcc=provisioned.nvcc.resolve(), max_host_gcc=provisioned.max_host_gcc
+            )
     return tuple(found.values())
 
 
@@ -169,7 +182,12 @@ def detect_toolchain(cuda: str | None) -> Toolchain:
         compiler = find_cuda_compiler(cuda)
         if compiler is None:
             have = ", ".join(c.cuda for c in cuda_compilers()) or "none"
-            raise ToolMissingError(f"no real nvcc for CUDA {cuda} on this machine (found: {have})")
+            fetch = f"; run `aiacc-build toolkit fetch {cuda}`" if cuda in TOOLKITS else ""
+            raise ToolMissingError(f"no real nvcc for CUDA {cuda} on this machine (found: {have}){fetch}")
+        if compiler.max_host_gcc is not None:
+            problem = host_compiler_problem(cxx, compiler.max_host_gcc)
+            if problem:
+                raise ToolMissingError(f"nvcc {compiler.version}: {problem}")
     return Toolchain(
         cxx=cxx,
         cxx_version=cxx_version,
