@@ -145,10 +145,12 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
             phases["backward"].append(backward_end - forward_end)
             phases["optimizer"].append(end - backward_end)
     sent_per_step = (_tx_bytes() - sent_before) / max(1, steps)
+    state = getattr(ddp, "_perseus_state", None)
+    streams = state.engine.tuner.describe() if state is not None else None
     numel = sum(p.numel() for p in model.parameters())
     if rank == 0:
         print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel,
-                          "sent_per_step": sent_per_step, "phases": phases}), flush=True)
+                          "sent_per_step": sent_per_step, "phases": phases, "streams": streams}), flush=True)
 
 
 def _tx_bytes() -> int:
@@ -184,7 +186,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--steps", type=int, default=12, help="measured steps per variant")
-    parser.add_argument("--warmup", type=int, default=3, help="steps before measuring")
+    # 10, as Horovod's synthetic benchmark: covers perseus's stream tuning (1, then 4 streams, over its first
+    # 8 steps; _stream_tuner.py) for every variant alike
+    parser.add_argument("--warmup", type=int, default=10, help="steps before measuring")
     parser.add_argument("--batch", type=int, default=32, help="batch size per rank")
     parser.add_argument("--rounds", type=int, default=3, help="runs of every variant, interleaved")
     parser.add_argument("--rate", default="1gbit", help="tbf rate of each side of the link")
@@ -222,6 +226,8 @@ def main() -> None:
                 merged["cpu"] += found["cpu"]
                 merged["sent"].append(found["sent_per_step"])
                 merged.update(loss=found["loss"], parameters=found["parameters"])
+                if found.get("streams"):
+                    merged.setdefault("streams", []).append(found["streams"])
     for merged in results.values():
         merged["median"] = statistics.median(merged["times"])
         merged["cpu_median"] = statistics.median(merged["cpu"])
@@ -246,6 +252,7 @@ def main() -> None:
         "fp16_allreduce_alone_s": round(wire, 4),
         "median_phase_s": {v: {k: round(t, 4) for k, t in phase_medians[v].items()} for v in variants},
         "fp16_floor_s": {v: round(floor[v], 4) for v in variants},
+        "perseus_streams": {v: results[v]["streams"] for v in variants if results[v].get("streams")},
     }
     if args.json:
         print(json.dumps(summary, indent=2))
@@ -269,6 +276,8 @@ def main() -> None:
         ph = phase_medians[v]
         print("{:<{w}} {:>9.4f} {:>9.4f} {:>10.4f} {:>22.4f}".format(
             v, ph["forward"], ph["backward"], ph["optimizer"], floor[v], w=width))
+    for v, choices in summary["perseus_streams"].items():
+        print("{} streams in use, per run: {}".format(v, "; ".join(choices)))
     print("one fp16 allreduce of all {:,} gradients alone, no compute: {:.4f} s; perseus is {:.1f} ms above its floor, "
           "the hook {:.1f} ms above its own".format(summary["parameters"], wire, (perseus - floor["perseus"]) * 1e3,
                                                     (hook - floor["torch_fp16_hook"]) * 1e3))

@@ -29,10 +29,38 @@ def test_perseus_ddp_matches_plain_ddp_within_fp16_tolerance_and_sends_fp16(npro
     # plain DDP: fp32 gradients through the default group
     assert first["plain_records"]["default"]["allreduce float32"] == [steps, steps * numel * 4]
     # perseus: only fp16 allreduces, exactly 2 bytes per gradient element per step, one per fusion group
-    wire = {key: value for label, ops in first["records"].items() for key, value in ops.items()}
+    wire = {}
+    for label, ops in first["records"].items():
+        if label != "control":
+            for key, (count, nbytes) in ops.items():
+                wire[key] = [a + b for a, b in zip(wire.get(key, [0, 0]), [count, nbytes])]
     assert set(wire) == {"allreduce float16"}
     assert wire["allreduce float16"] == [steps * first["groups"], steps * numel * 2]
+    # beside them, the control group carries the stream tuner's one agreement: 2 float64 spans
+    assert first["records"].get("control", {}) == {"allreduce float64": [1, 16]}
     assert "allreduce float32" not in first["default_group_during_perseus"]["default"]
+
+
+@pytest.mark.parametrize("model", ["mlp", "channels_last"])
+def test_partitioned_gradients_still_match_plain_ddp_with_one_collective_per_group(model):
+    """Automatic fusion cuts gradients above PARTITION_BYTES (here 4 KiB: fc1 8 KiB, fc2 16 KiB) into slices;
+    channels_last convolutions' gradients are non-contiguous: reduced in a contiguous copy, copied back."""
+    ranks = run("parity", 2, env={"CASE_PARTITION_BYTES": "4096", "CASE_MODEL": model})
+    first = ranks[0]
+    if model == "mlp":
+        assert first["parts"] == first["entries"] + 1 + 3  # fc1.weight in 2 slices, fc2.weight in 4
+    else:
+        assert first["parts"] == first["entries"] + 4 + 4  # conv2.weight 18 KiB in 5 slices, head.weight 20 KiB in 5
+    plain, accelerated = torch.tensor(first["plain"]), torch.tensor(first["perseus"])
+    assert 0 < float((plain - accelerated).abs().max()) < 1e-3
+    assert ranks[1]["perseus"] == first["perseus"]
+    steps, numel = len(first["losses"]), first["numel"]
+    wire = {}
+    for label, ops in first["records"].items():
+        if label != "control":
+            for key, (count, nbytes) in ops.items():
+                wire[key] = [a + b for a, b in zip(wire.get(key, [0, 0]), [count, nbytes])]
+    assert wire == {"allreduce float16": [steps * first["groups"], steps * numel * 2]}
 
 
 @pytest.fixture(scope="module")
@@ -103,12 +131,45 @@ def test_collectives_per_step_equal_the_fusion_plan(suite, name, groups):
             assert len(rank["plan"]) == groups
         per_stream = rank["allreduces_per_stream"]
         assert sum(per_stream.values()) == rank["steps"] * len(rank["plan"])
-        for s in range(rank["streams"]):  # round-robin over the streams
-            expected = len([g for g in range(len(rank["plan"])) if g % rank["streams"] == s]) * rank["steps"]
-            assert per_stream.get("stream{}/all".format(s), 0) == expected
+        used = {label: n for label, n in per_stream.items() if n}
+        assert used == round_robin(len(rank["plan"]), rank["streams_per_step"][-rank["steps"]:])
         assert rank["fp16_only"]
     if name == "fusion3":
         assert 1 < len(case(suite, name)[0]["plan"]) <= 3
+
+
+def round_robin(groups, streams_per_step):
+    """Allreduces per stream when each step spreads its groups round-robin over its streams in use."""
+    counts = {}
+    for streams in streams_per_step:
+        for g in range(groups):
+            label = "stream{}/all".format(g % streams)
+            counts[label] = counts.get(label, 0) + 1
+    return counts
+
+
+def test_unset_streams_are_measured_one_then_all_and_every_rank_keeps_the_same(suite):
+    ranks = case(suite, "tuning")
+    first = ranks[0]
+    assert first["limit"] == 4 and first["groups"] == 6
+    # 1 warm-up + 3 measured steps on one stream, the same on all four, then the choice
+    assert first["streams_per_step"][:8] == [1] * 4 + [4] * 4
+    assert first["decided"] and first["active"] in (1, 4)
+    assert first["streams_per_step"][8:] == [first["active"]] * 2
+    for rank in ranks:
+        assert (rank["active"], rank["medians"], rank["streams_per_step"]) == \
+            (first["active"], first["medians"], first["streams_per_step"])  # agreed, not each rank's own
+        used = {label: n for label, n in rank["allreduces_per_stream"].items() if n}
+        assert used == round_robin(rank["groups"], rank["streams_per_step"])
+    assert "stream(s) (median reduction span per step with 1:" in first["description"]
+
+
+def test_streams_set_by_the_user_are_used_from_the_first_step(suite):
+    for rank in case(suite, "streams_set"):  # PERSEUS_ALLREDUCE_STREAMS=4: all four from the start, no measuring
+        assert rank["decided"] and rank["active"] == 4 and rank["streams_per_step"] == [4] * 10
+        assert rank["medians"] == {}
+        used = {label: n for label, n in rank["allreduces_per_stream"].items() if n}
+        assert used == round_robin(rank["groups"], [4] * 10)
 
 
 def test_nancheck_raises_on_every_rank_naming_the_parameter(suite):

@@ -50,3 +50,18 @@ def test_automatic_fusion_makes_groups_of_a_few_mib():
     assert len(_engine.native_plan(sizes, None, 4)) == 4  # two 3 MiB gradients reach the 4 MiB target
     assert _engine.native_plan([1000, 2000], None, 4) == _kernels.plan_buckets([1000, 2000], None)  # small: one
     assert _engine.native_plan(sizes, 2, 4) == _kernels.plan_buckets(sizes, 2)  # an explicit value is kept
+
+
+def test_automatic_fusion_cuts_large_gradients_into_near_equal_slices():
+    cpu = torch.device("cpu")
+    big = _engine.Entry("big", (10 << 20) // 4 + 3, torch.float32, cpu)  # 10 MiB + 12 bytes: 3 slices
+    small = _engine.Entry("small", 100, torch.float32, cpu)
+    parts = _engine.partition([small, big], None)
+    assert [(p.entry, p.offset) for p in parts][:2] == [(0, 0), (1, 0)] and len(parts) == 4
+    slices = [p for p in parts if p.entry == 1]
+    assert sum(p.numel for p in slices) == big.numel
+    assert [p.offset for p in slices] == [0, slices[0].numel, slices[0].numel + slices[1].numel]
+    assert max(p.numel for p in slices) - min(p.numel for p in slices) <= 1
+    assert all(p.nbytes <= _engine.PARTITION_BYTES for p in slices)
+    # an explicit PERSEUS_ALLREDUCE_FUSION plans whole gradients
+    assert [(p.entry, p.numel) for p in _engine.partition([small, big], 0)] == [(0, 100), (1, big.numel)]

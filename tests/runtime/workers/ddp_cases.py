@@ -46,8 +46,24 @@ def batch(step, rank=RANK, n=16):
     return torch.randn(n, 32, generator=g), torch.randint(0, 10, (n,), generator=g)
 
 
+class ChannelsLastNet(nn.Module):
+    """Convolutions in channels_last: DDP hands perseus their gradients as non-contiguous bucket views."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(2, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.head = nn.Linear(32 * 16, 10)
+
+    def forward(self, x):
+        x = x.reshape(-1, 2, 4, 4).contiguous(memory_format=torch.channels_last)
+        return self.head(F.relu(self.conv2(F.relu(self.conv1(x)))).flatten(1))
+
+
 def new_model():
     torch.manual_seed(0)
+    if os.environ.get("CASE_MODEL") == "channels_last":
+        return ChannelsLastNet().to(memory_format=torch.channels_last)
     return Net()
 
 
@@ -118,6 +134,9 @@ def job_parity():
     plain_losses = train(plain, STEPS)
     plain_records = rec.default_group().take()
     import perseus  # noqa: F401  (after torch: must still take effect)
+    if os.environ.get("CASE_PARTITION_BYTES"):  # cut this small model's gradients as a large model's are
+        from perseus.torch import _engine
+        _engine.PARTITION_BYTES = int(os.environ["CASE_PARTITION_BYTES"])
     accelerated = DDP(new_model())
     state = perseus_state(accelerated)
     rec.perseus_records(world())  # drop set-up traffic
@@ -130,6 +149,7 @@ def job_parity():
         "plain_records": summarize({"default": plain_records}), "records": summarize(records),
         "default_group_during_perseus": summarize({"default": rec.default_group().take()}),
         "numel": gradient_numel(accelerated), "groups": len(state.engine.groups),
+        "entries": len(state.engine.entries), "parts": len(state.engine.parts),
         "policy": state.engine.policy.describe(), "hook_registered": state.registered,
     }
 
@@ -197,7 +217,24 @@ def case_fusion():
     expected = _engine.native_plan([e.nbytes for e in state.engine.entries], state.cfg.fusion, len(world().streams))
     return {"groups": [g.members for g in state.engine.groups], "plan": expected, "steps": steps,
             "allreduces_per_stream": per_stream, "streams": len(world().streams),
+            "streams_per_step": state.engine.streams_per_step,
             "fp16_only": all(r[1] == "float16" for e in records.values() for r in e if r[0] == "allreduce")}
+
+
+def case_stream_tuning():
+    """Unset PERSEUS_ALLREDUCE_STREAMS: one stream, then all, then the faster, the same on every rank."""
+    model = DDP(new_model())
+    state = perseus_state(model)
+    rec.perseus_records(world())
+    steps = 10
+    train(model, steps)
+    records = rec.perseus_records(world())
+    per_stream = {label: len([r for r in entries if r[0] == "allreduce"]) for label, entries in records.items()
+                  if label.endswith("/all")}
+    tuner = state.engine.tuner
+    return {"decided": tuner.decided, "active": tuner.active, "limit": tuner.limit, "medians": tuner.medians,
+            "streams_per_step": state.engine.streams_per_step, "groups": len(state.engine.groups),
+            "allreduces_per_stream": per_stream, "description": tuner.describe()}
 
 
 def case_nancheck():
@@ -305,6 +342,8 @@ SUITE = [
     ("fusion3", {"PERSEUS_ALLREDUCE_FUSION": "3"}, case_fusion),
     ("fusion0", {"PERSEUS_ALLREDUCE_FUSION": "0"}, case_fusion),
     ("fusion_auto", {}, case_fusion),
+    ("tuning", {"PERSEUS_ALLREDUCE_FUSION": "0"}, case_stream_tuning),
+    ("streams_set", {"PERSEUS_ALLREDUCE_FUSION": "0", "PERSEUS_ALLREDUCE_STREAMS": "4"}, case_stream_tuning),
     ("nancheck", {"PERSEUS_ALLREDUCE_NANCHECK": "1"}, case_nancheck),
     ("nancheck_off", {}, case_nancheck),
     ("overflow10", {"PERSEUS_ALLREDUCE_NANCHECK": "1", "PERSEUS_ALLREDUCE_GRADIENT_SCALE": "10"}, case_overflow),

@@ -2,9 +2,13 @@
 
 One fusion plan per model: the native planner (PERSEUS_ALLREDUCE_FUSION) splits the model's
 gradients, in the order backward produces them, into fusion groups; each group is ONE collective per
-step. A group is launched when all its gradients are ready and every earlier group was launched, so
-every rank issues the same collectives in the same order. Groups are spread round-robin over
-PERSEUS_ALLREDUCE_STREAMS streams; a stream has its own process groups and threads.
+step. With automatic fusion (the variable unset) a gradient larger than PARTITION_BYTES enters the
+planner as near-equal slices of at most that size (tensor partitioning, as BytePS does): the first
+slice of a large gradient leaves after a fraction of its compression, and the step's last collective,
+whose decompression nothing overlaps, stays small. A group is launched when all its gradients are ready and every earlier group was launched, so
+every rank issues the same collectives in the same order. Groups are spread round-robin over the
+streams in use (up to PERSEUS_ALLREDUCE_STREAMS; _stream_tuner.py chooses how many when the variable
+is unset); a stream has its own process groups and threads.
 
 On one level on the CPU, the thread that makes the group's last gradient ready (backward's) runs the
 group's pipeline up to its collective (pack, compress) and issues the collective without waiting:
@@ -32,9 +36,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import torch
+import torch.distributed as dist
 
 from perseus import config as perseus_config
 from perseus.torch import _kernels
+from perseus.torch._stream_tuner import StreamTuner
 from perseus.torch._world import PerseusWorld, StreamGroups
 
 
@@ -104,7 +110,7 @@ class FusionGroup:
     numel: int
     dtype: torch.dtype
     device: torch.device
-    stream: int
+    stream: int  # its stream when every stream is in use (the engine uses index % streams in use)
     flat: Optional[torch.Tensor] = None
     half: Optional[torch.Tensor] = None
     accumulated: Optional[torch.Tensor] = None
@@ -120,6 +126,37 @@ class FusionGroup:
 
 
 AUTO_GROUP_BYTES = 4 << 20
+PARTITION_BYTES = AUTO_GROUP_BYTES
+
+
+@dataclass(frozen=True)
+class Part:
+    """What the planner places: a whole gradient, or a slice of a large one (elements, flattened)."""
+
+    entry: int
+    offset: int
+    numel: int
+    dtype: torch.dtype
+    device: torch.device
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * torch.empty((), dtype=self.dtype).element_size()
+
+
+def partition(entries: Sequence[Entry], fusion: Optional[int]) -> List[Part]:
+    """The planner's units: with automatic fusion (None) every gradient above PARTITION_BYTES is cut into
+    near-equal slices of at most that size; an explicit PERSEUS_ALLREDUCE_FUSION plans whole gradients."""
+    parts: List[Part] = []
+    for index, entry in enumerate(entries):
+        pieces = 1 if fusion is not None else max(1, -(-entry.nbytes // PARTITION_BYTES))
+        base, extra = divmod(entry.numel, pieces)
+        offset = 0
+        for k in range(pieces):
+            numel = base + (1 if k < extra else 0)
+            parts.append(Part(index, offset, numel, entry.dtype, entry.device))
+            offset += numel
+    return parts
 
 
 def native_plan(sizes: Sequence[int], fusion: Optional[int], streams: int) -> List[List[int]]:
@@ -135,8 +172,9 @@ def native_plan(sizes: Sequence[int], fusion: Optional[int], streams: int) -> Li
     return plan
 
 
-def plan_groups(entries: Sequence[Entry], fusion: Optional[int], streams: int) -> List[FusionGroup]:
-    """Fusion groups of `entries` (in their order): the native plan, separately for each dtype and device."""
+def plan_groups(entries: Sequence[Any], fusion: Optional[int], streams: int) -> List[FusionGroup]:
+    """Fusion groups of `entries` (Entry or Part, in their order): the native plan, separately for each dtype
+    and device."""
     classes: Dict[Any, List[int]] = {}
     for i, e in enumerate(entries):
         classes.setdefault((e.dtype, str(e.device)), []).append(i)
@@ -179,9 +217,15 @@ GroupCallback = Callable[[Optional[BaseException]], None]
 class _Step:
     """What one step (one backward pass, or one optimizer step) has gathered so far."""
 
-    def __init__(self, number: int, communicate: bool, groups: int) -> None:
+    def __init__(self, number: int, communicate: bool, groups: int, streams: int) -> None:
         self.number = number
         self.communicate = communicate
+        self.reported: Dict[int, torch.Tensor] = {}  # gradient index -> the tensor reported for it
+        # a non-contiguous partitioned gradient is reduced in a contiguous copy, copied back when its groups
+        # are done: gradient index -> (its tensor, the copy, groups left)
+        self.copies: Dict[int, Any] = {}
+        self.streams = streams  # streams in use for this step's groups
+        self.first_launch: Optional[float] = None  # when its first group's pipeline started
         self.tensors: Dict[int, torch.Tensor] = {}
         self.events: Dict[int, Any] = {}
         self.arrived = [0] * groups
@@ -206,11 +250,16 @@ class Engine:
         self.policy = policy
         self.average = average
         self.label = label
-        self.groups = plan_groups(self.entries, cfg.fusion, len(world.streams))
-        self.group_of: List[int] = [0] * len(self.entries)
+        self.parts = partition(self.entries, cfg.fusion)
+        self.parts_of: List[List[int]] = [[] for _ in self.entries]
+        for p, part in enumerate(self.parts):
+            self.parts_of[part.entry].append(p)
+        self.groups = plan_groups(self.parts, cfg.fusion, len(world.streams))
+        self.group_of: List[int] = [0] * len(self.parts)  # per part
         for group in self.groups:
             for m in group.members:
                 self.group_of[m] = group.index
+        self.groups_of_entry: List[List[int]] = [sorted({self.group_of[p] for p in parts}) for parts in self.parts_of]
         self.collectives = 0  # collectives issued by this rank so far (all levels)
         self.last_finished_at: Optional[float] = None  # when the last step's reduction finished
         self._lock = threading.Lock()
@@ -220,6 +269,8 @@ class Engine:
         self._comm_steps = 0
         self._step: Optional[_Step] = None
         self._workers = [_StreamWorker(self, s, groups) for s, groups in enumerate(world.streams)]
+        self.tuner = StreamTuner(len(world.streams), fixed=cfg.is_set("PERSEUS_ALLREDUCE_STREAMS"))
+        self.streams_per_step: List[int] = []  # streams in use by each step begun so far
         if cfg.downsample_n_elements == 1 and cfg.is_set("PERSEUS_GRADIENT_MOMENTUM"):
             perseus_config.warn_not_honoured(
                 "PERSEUS_GRADIENT_MOMENTUM",
@@ -229,17 +280,26 @@ class Engine:
     # ---- step protocol -------------------------------------------------------------------------
     def begin_step(self, force_communicate: bool = False) -> _Step:
         """Start a step; the previous one must be finished."""
+        self.tuner.before_step(self._agree)
         with self._lock:
             current = self._step
             if current is not None and not current.finished.is_set():
                 if current.tensors:
                     raise RuntimeError("perseus: a new gradient step began before the previous one finished")
                 self._steps_started -= 1  # nothing was reported yet: this step replaces it
+                self.streams_per_step.pop()
             n = self.cfg.accumulate_n_steps
             communicate = force_communicate or (self._steps_started % n) == n - 1
             self._steps_started += 1
-            self._step = _Step(self._steps_started - 1, communicate, len(self.groups))
+            self._step = _Step(self._steps_started - 1, communicate, len(self.groups), self.tuner.active)
+            self.streams_per_step.append(self.tuner.active)
             return self._step
+
+    def _agree(self, values: List[float]) -> List[float]:
+        """The element-wise maximum of `values` over all ranks (one small collective on the control group)."""
+        tensor = torch.tensor(values, dtype=torch.float64)
+        self.world.control.allreduce(tensor, op=dist.ReduceOp.MAX).wait()
+        return [float(v) for v in tensor]
 
     @property
     def step(self) -> _Step:
@@ -251,6 +311,14 @@ class Engine:
     def next_step_communicates(self) -> bool:
         n = self.cfg.accumulate_n_steps
         return (self._steps_started % n) == n - 1
+
+    def groups_of(self, entries: Sequence[int]) -> List[int]:
+        """The fusion groups holding (parts of) these gradients."""
+        return sorted({g for i in entries for g in self.groups_of_entry[i]})
+
+    def reported(self, index: int) -> bool:
+        """Whether gradient `index` was reported in the current step."""
+        return index in self.step.reported
 
     def on_groups_done(self, groups: Sequence[int], callback: GroupCallback) -> None:
         """Call `callback(error or None)` once all `groups` of the current step are done."""
@@ -284,18 +352,30 @@ class Engine:
         """Gradient `index` of this step is final in `tensor` (the result is written back into it)."""
         step = self.step
         launch = []
+        parts = self.parts_of[index]
+        flat = None
+        if len(parts) > 1:
+            flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
         with self._lock:
-            if index in step.tensors:
+            if index in step.reported:
                 raise RuntimeError("perseus: gradient '{}' was reported twice in one step".format(self.entries[index].name))
-            step.tensors[index] = tensor
+            step.reported[index] = tensor
+            if flat is not None and not tensor.is_contiguous():
+                step.copies[index] = (tensor, flat, set(self.groups_of_entry[index]))
+            event = None
             if tensor.is_cuda:
                 event = torch.cuda.Event()
                 event.record()
-                step.events[index] = event
-            g = self.group_of[index]
-            step.arrived[g] += 1
+            for p in parts:
+                part = self.parts[p]
+                step.tensors[p] = tensor if flat is None else flat[part.offset: part.offset + part.numel]
+                if event is not None:
+                    step.events[p] = event
+                step.arrived[self.group_of[p]] += 1
             while step.next_launch < len(self.groups) and \
                     step.arrived[step.next_launch] == len(self.groups[step.next_launch].members):
+                if step.first_launch is None:
+                    step.first_launch = time.perf_counter()
                 launch.append(self.groups[step.next_launch])
                 self._launches.append((self.groups[step.next_launch], step))
                 step.next_launch += 1
@@ -307,13 +387,13 @@ class Engine:
                     if not self._launches:
                         return
                     group, launched_step = self._launches.popleft()
-                self._workers[group.stream].launch(group, launched_step)
+                self._workers[group.index % launched_step.streams].launch(group, launched_step)
 
     def flush(self, zeros_for_missing: bool = True) -> None:
         """Report every gradient not reported this step (as zeros), so that all groups launch."""
         step = self.step
         for i, e in enumerate(self.entries):
-            if i not in step.tensors:
+            if i not in step.reported:
                 self.ready(i, torch.zeros(e.numel, dtype=e.dtype, device=e.device))
 
     def wait(self) -> None:
@@ -329,11 +409,21 @@ class Engine:
             step.done[group.index] = True
             if error is not None:
                 step.errors.append(error)
+            copied_back = []
+            for index, (tensor, flat, left) in list(step.copies.items()):
+                left.discard(group.index)
+                if not left:
+                    copied_back.append((tensor, flat))
+                    del step.copies[index]
             callbacks = step.callbacks.pop(group.index, [])
             step.remaining -= 1
             finished = step.remaining == 0
             if finished and step.communicate:
                 self._comm_steps += 1
+                if step.first_launch is not None and not step.errors:
+                    self.tuner.record(time.perf_counter() - step.first_launch)
+        for tensor, flat in copied_back:
+            tensor.copy_(flat.view(tensor.shape))
         if finished:  # before the callbacks: they release whoever starts the next step
             self.last_finished_at = time.perf_counter()
             step.finished.set()
@@ -349,11 +439,12 @@ class Engine:
         return self._comm_steps
 
     def nonfinite_names(self, group: FusionGroup, flat: torch.Tensor) -> List[str]:
-        names = []
+        names: List[str] = []
         for m, offset in zip(group.members, group.offsets):
-            piece = flat[offset: offset + self.entries[m].numel]
-            if not bool(torch.isfinite(piece).all()):
-                names.append(self.entries[m].name)
+            piece = flat[offset: offset + self.parts[m].numel]
+            name = self.entries[self.parts[m].entry].name
+            if name not in names and not bool(torch.isfinite(piece).all()):
+                names.append(name)
         return names
 
     def shutdown(self) -> None:

@@ -103,7 +103,7 @@ def perseus_hook(state, bucket):  # type: ignore[no-untyped-def]
             raise errors[0]
         return buffer
 
-    engine.on_groups_done([engine.group_of[i] for i in indices], done)
+    engine.on_groups_done(engine.groups_of(indices), done)
     if bucket.is_last() and state.perf.enabled:
         state.perf.local(engine.local_seconds())
     for i, gradient in zip(indices, bucket.gradients()):
@@ -136,7 +136,8 @@ def construct(ddp: DistributedDataParallel, original_init: Any, args: Sequence[A
     params = _ddp_parameters(module) if usable else []
     accepted = inspect.signature(original_init).parameters
     if usable and bound.get("bucket_cap_mb") is None and "bucket_cap_mb" in accepted:
-        groups = _engine.plan_groups([_engine.Entry(n, p.numel(), p.dtype, p.device) for n, p in params], cfg.fusion, 1)
+        entries = [_engine.Entry(n, p.numel(), p.dtype, p.device) for n, p in params]
+        groups = _engine.plan_groups(_engine.partition(entries, cfg.fusion), cfg.fusion, 1)
         if groups:
             smallest = min(g.numel * torch.empty((), dtype=g.dtype).element_size() for g in groups)
             kwargs = dict(kwargs)

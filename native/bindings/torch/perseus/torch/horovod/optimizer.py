@@ -161,7 +161,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._perseus_adasum()
         else:
             for i, (_, p) in enumerate(self._perseus_named):
-                if i not in engine.step.tensors:
+                if not engine.reported(i):
                     if p.grad is None:
                         p.grad = torch.zeros_like(p)
                     engine.ready(i, self._perseus_dense_grad(i, p))
