@@ -72,7 +72,10 @@ CELLS: tuple[tuple[str, str, str], ...] = (
     ("2.0.0", "torch-2.13.0/cuda13.0/py3.12/x86_64", "build"),
     ("2.0.0", "torch-2.14.1/cuda13.0/py3.13/x86_64", "build"),
     ("2.0.0", "torch-2.6.0/cuda12.4/py3.9/x86_64", "build"),
+    ("2.0.0", "torch-2.6.0/cuda12.4/py3.10/x86_64", "build"),
+    ("2.0.0", "torch-2.6.0/cuda12.4/py3.11/x86_64", "build"),
     ("2.0.0", "torch-2.6.0/cuda12.4/py3.12/x86_64", "build"),
+    ("2.0.0", "torch-2.6.0/cuda12.4/py3.13/x86_64", "build"),
     ("1.5.0", "torch-1.8.0/cuda10.2/py3.7/x86_64", "deferred"),
     ("1.5.0", "torch-1.8.0/cuda10.2/py3.6/x86_64", "deferred"),
 )
@@ -117,6 +120,8 @@ class Row:
                 f"nvcc {p.cuda_compiler.version}" if p.cuda_compiler else "CPU (" + r.toolchain.split(" / ")[0] + ")"
             )
             steps = ", ".join(f"{name} {t:.0f}" for name, t in r.steps.items() if t >= 0.5)
+            if r.binding_build is not None and "binding" not in r.steps:  # another Python's build, re-tagged
+                steps += "; binding shared, re-tagged"
             test = r.smoke.output.splitlines()[-1] if r.smoke and r.smoke.output else "not run"
             binary = self.binary.summary() if self.binary else "-"
             if self.binary_problems:

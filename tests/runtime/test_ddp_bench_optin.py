@@ -23,5 +23,10 @@ def test_ddp_bench_runs_all_variants_and_cleans_up():
     summary = json.loads(done.stdout[done.stdout.index("{"):])
     assert set(summary["median_step_s"]) == {"plain", "torch_fp16_hook", "perseus"}
     assert all(v > 0 for v in summary["median_step_s"].values())
+    assert summary["fp16_allreduce_alone_s"] > 0
+    for variant, phases in summary["median_phase_s"].items():
+        assert set(phases) == {"forward", "backward", "optimizer"} and all(t > 0 for t in phases.values())
+        assert summary["fp16_floor_s"][variant] >= summary["fp16_allreduce_alone_s"]
+    assert len(summary["perseus_streams"]["perseus"]) == 1  # the streams it used (measuring: 3 steps here)
     namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     assert "perseus-bench-" not in namespaces
