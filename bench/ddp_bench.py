@@ -151,12 +151,12 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     if rank == 0:
         print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel,
                           "sent_per_step": sent_per_step, "phases": phases, "streams": streams}), flush=True)
+    dist.destroy_process_group()
 
 
 def _tx_bytes() -> int:
     """Bytes this namespace's eth0 has sent (`ip netns exec` mounts the namespace's own /sys)."""
     return int(Path("/sys/class/net/eth0/statistics/tx_bytes").read_text())
-    dist.destroy_process_group()
 
 
 def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -> Dict[str, object]:

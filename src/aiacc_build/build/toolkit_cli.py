@@ -48,15 +48,18 @@ def toolkit_group() -> None:
     """
 
 
-@toolkit_group.command("fetch")
-@click.argument("cuda", metavar="CUDA")
-@click.option(
+_dir_option = click.option(
     "--dir",
     "root",
     type=click.Path(path_type=Path, file_okay=False),
     default=None,
     help="Toolkits folder (default: $AIACC_TOOLKITS_DIR, else .cache/aiacc-build/toolkits of this checkout).",
 )
+
+
+@toolkit_group.command("fetch")
+@click.argument("cuda", metavar="CUDA")
+@_dir_option
 @click.option("--mirror", default=DEFAULT_MIRROR, show_default=True, help="Debian mirror to read.")
 @click.option(
     "--keyring",
@@ -141,13 +144,7 @@ def _fetch_json(result: FetchResult) -> dict[str, object]:
 
 
 @toolkit_group.command("list")
-@click.option(
-    "--dir",
-    "root",
-    type=click.Path(path_type=Path, file_okay=False),
-    default=None,
-    help="Toolkits folder (default: $AIACC_TOOLKITS_DIR, else .cache/aiacc-build/toolkits of this checkout).",
-)
+@_dir_option
 @click.option("--verify", is_flag=True, help="Re-hash every installed file against the toolkit's manifest.")
 @click.option("--json", "as_json", is_flag=True, help="Print the list as JSON on stdout.")
 def list_cmd(root: Path | None, verify: bool, as_json: bool) -> None:

@@ -203,16 +203,22 @@ def job_suite():
 
 # ---- cases of the suite ---------------------------------------------------------------------------
 
-def case_fusion():
-    """The number of collectives per step equals the fusion plan's group count."""
+def train_recorded(steps):
+    """A fresh perseus DDP model trained `steps` steps: its state, the records, the allreduces per stream."""
     model = DDP(new_model())
     state = perseus_state(model)
     rec.perseus_records(world())
-    steps = 3
     train(model, steps)
     records = rec.perseus_records(world())
     per_stream = {label: len([r for r in entries if r[0] == "allreduce"]) for label, entries in records.items()
                   if label.endswith("/all")}
+    return state, records, per_stream
+
+
+def case_fusion():
+    """The number of collectives per step equals the fusion plan's group count."""
+    steps = 3
+    state, records, per_stream = train_recorded(steps)
     from perseus.torch import _engine
     expected = _engine.native_plan([e.nbytes for e in state.engine.entries], state.cfg.fusion, len(world().streams))
     return {"groups": [g.members for g in state.engine.groups], "plan": expected, "steps": steps,
@@ -223,14 +229,7 @@ def case_fusion():
 
 def case_stream_tuning():
     """Unset PERSEUS_ALLREDUCE_STREAMS: one stream, then all, then the faster, the same on every rank."""
-    model = DDP(new_model())
-    state = perseus_state(model)
-    rec.perseus_records(world())
-    steps = 10
-    train(model, steps)
-    records = rec.perseus_records(world())
-    per_stream = {label: len([r for r in entries if r[0] == "allreduce"]) for label, entries in records.items()
-                  if label.endswith("/all")}
+    state, _, per_stream = train_recorded(10)
     tuner = state.engine.tuner
     return {"decided": tuner.decided, "active": tuner.active, "limit": tuner.limit, "medians": tuner.medians,
             "streams_per_step": state.engine.streams_per_step, "groups": len(state.engine.groups),

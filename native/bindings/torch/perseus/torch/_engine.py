@@ -48,6 +48,10 @@ class NonFiniteGradientError(RuntimeError):
     """PERSEUS_ALLREDUCE_NANCHECK=1 found inf/NaN in the reduced gradients (the message names the parameters)."""
 
 
+def _nbytes(numel: int, dtype: torch.dtype) -> int:
+    return numel * torch.empty((), dtype=dtype).element_size()
+
+
 @dataclass(frozen=True)
 class Entry:
     """One gradient the engine reduces."""
@@ -59,7 +63,7 @@ class Entry:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * torch.empty((), dtype=self.dtype).element_size()
+        return _nbytes(self.numel, self.dtype)
 
 
 @dataclass(frozen=True)
@@ -141,7 +145,7 @@ class Part:
 
     @property
     def nbytes(self) -> int:
-        return self.numel * torch.empty((), dtype=self.dtype).element_size()
+        return _nbytes(self.numel, self.dtype)
 
 
 def partition(entries: Sequence[Entry], fusion: Optional[int]) -> List[Part]:

@@ -1,5 +1,6 @@
 """hvd.init() and who-am-I queries (size, rank, local/cross rank), plus what this build supports."""
 
+import atexit
 import os
 import threading
 from datetime import timedelta
@@ -23,6 +24,7 @@ class _State:
         self.initialized = False
         self.owns_default_group = False
         self.shutdown_callbacks: List[Any] = []
+        self.shutdown_at_exit = False
 
 
 _state = _State()
@@ -75,6 +77,12 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
             _state.owns_default_group = True
         _world.world(cfg)
         _state.initialized = True
+        if not _state.shutdown_at_exit:
+            # as Horovod does: a script that never calls hvd.shutdown() still leaves the job in order, instead of
+            # the interpreter tearing down live process groups (c10d aborts: "terminate called without an active
+            # exception")
+            atexit.register(shutdown)
+            _state.shutdown_at_exit = True
 
 
 def shutdown() -> None:
