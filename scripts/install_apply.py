@@ -435,6 +435,7 @@ def main():
     for path in [os.environ["AIACC_COMMON_WHEEL"]] + [cell.path for _, cell, _ in chosen]:
         say("wheel:      %s" % mirror.where(path))
     check_pip()
+    check_prerequisites()
     if os.environ.get("AIACC_DRY_RUN") == "1":
         say("dry run: nothing was installed")
         return

@@ -112,6 +112,28 @@ def test_decision_snippet_runs_on_python_3_6(tmp_path):
     assert "Python 3.6" in result.stdout
 
 
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+
+def run_prerequisite_check(python: str) -> subprocess.CompletedProcess:
+    """The embedded check_prerequisites() under `python`, with the exit codes the script passes it."""
+    program = "import sys; sys.path.insert(0, %r); import install_decide; install_decide.check_prerequisites(); " \
+              "print('prerequisites ok')" % str(SCRIPTS)
+    env = dict(os.environ, AIACC_EXIT_CODES=" ".join("{}={}".format(n, c) for n, c in CODE.items()))
+    return subprocess.run([python, "-c", program], capture_output=True, text=True, env=env)
+
+
+def test_python_36_without_the_dataclasses_backport_is_told_how_to_get_it(tmp_path):
+    """perseus-common needs the backport on 3.6; the install uses --no-deps on verified files, never an index."""
+    venv = tmp_path / "py36"
+    subprocess.run([pyenv_python("3.6"), "-m", "venv", str(venv)], check=True)
+    result = run_prerequisite_check(str(venv / "bin/python"))
+    assert result.returncode == CODE["unsupported"], result.stderr
+    assert "Python 3.6 lacks dataclasses, which perseus needs (standard from Python 3.7 on)" in result.stderr
+    assert "bin/python -m pip install dataclasses" in result.stderr
+    assert run_prerequisite_check(pyenv_python("3.11")).stdout.strip() == "prerequisites ok"
+
+
 def test_framework_filter(torch_venv, tmp_path):
     script = write_script(tmp_path, MODERN, modern_cells())
     assert run_script(script, "-n", "--framework", "pytorch", str(torch_venv / "bin/python")).returncode == 0
