@@ -177,6 +177,18 @@ class Builder:
             )
         return self._cores[key]
 
+    def _binding_inputs(self, cell: Cell, spec: BindingSpec, toolchain: Toolchain) -> dict[str, object]:
+        """What every binding build depends on, shared or not."""
+        return {
+            "driver": DRIVER_REVISION,
+            "binding": self._digest(spec.source),
+            "core": self._core_key(toolchain, cell.release_version),
+            "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
+            "toolchain": toolchain.identity,
+            "build_type": self.options.build_type,
+            "excluded_libraries": list(EXCLUDED_LIBRARIES),
+        }
+
     def _shared_binding_inputs(
         self, cell: Cell, plan: CellPlan, spec: BindingSpec, toolchain: Toolchain
     ) -> dict[str, object] | None:
@@ -187,14 +199,8 @@ class Builder:
         if facts is None or facts.interface is None:
             return None
         return {
-            "driver": DRIVER_REVISION,
-            "binding": self._digest(spec.source),
-            "core": self._core_key(toolchain, cell.release_version),
-            "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
+            **self._binding_inputs(cell, spec, toolchain),
             "framework_interface": [facts.cuda, facts.cxx11_abi, facts.interface],
-            "toolchain": toolchain.identity,
-            "build_type": self.options.build_type,
-            "excluded_libraries": list(EXCLUDED_LIBRARIES),
             "platform": sorted(t.platform for t in parse_wheel_filename(wheel_filename(cell))[3]),
         }
 
@@ -205,16 +211,10 @@ class Builder:
         other_backend = {"backend_python": backend.version} if backend != plan.interpreter else {}
         return {
             **other_backend,
-            "driver": DRIVER_REVISION,
-            "binding": self._digest(spec.source),
-            "core": self._core_key(toolchain, cell.release_version),
+            **self._binding_inputs(cell, spec, toolchain),
             "cell": cell.key,
-            "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
             "framework_file": plan.framework.identity,
             "python": plan.interpreter.version,
-            "toolchain": toolchain.identity,
-            "build_type": self.options.build_type,
-            "excluded_libraries": list(EXCLUDED_LIBRARIES),
             "published_name": wheel_filename(cell),
         }
 

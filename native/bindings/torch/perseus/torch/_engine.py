@@ -33,7 +33,7 @@ import queue
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, Optional, Sequence, Set
 
 import torch
 import torch.distributed as dist
@@ -224,7 +224,7 @@ class _Step:
     def __init__(self, number: int, communicate: bool, groups: int, streams: int) -> None:
         self.number = number
         self.communicate = communicate
-        self.reported: Dict[int, torch.Tensor] = {}  # gradient index -> the tensor reported for it
+        self.reported: Set[int] = set()  # indices of the gradients reported so far
         # a non-contiguous partitioned gradient is reduced in a contiguous copy, copied back when its groups
         # are done: gradient index -> (its tensor, the copy, groups left)
         self.copies: Dict[int, Any] = {}
@@ -358,13 +358,15 @@ class Engine:
         launch = []
         parts = self.parts_of[index]
         flat = None
+        copied = False
         if len(parts) > 1:
-            flat = tensor.view(-1) if tensor.is_contiguous() else tensor.contiguous().view(-1)
+            copied = not tensor.is_contiguous()
+            flat = (tensor.contiguous() if copied else tensor).view(-1)
         with self._lock:
             if index in step.reported:
                 raise RuntimeError("perseus: gradient '{}' was reported twice in one step".format(self.entries[index].name))
-            step.reported[index] = tensor
-            if flat is not None and not tensor.is_contiguous():
+            step.reported.add(index)
+            if copied:
                 step.copies[index] = (tensor, flat, set(self.groups_of_entry[index]))
             event = None
             if tensor.is_cuda:
