@@ -3,6 +3,7 @@ every rendered file, doctor and the support list."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -12,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from wheels_testkit import RELEASE as BUILD_RELEASE
 
 from aiacc_build import adapters, naming
 from aiacc_build.adapters.base import FrameworkAdapter, InstallerDetection
@@ -20,7 +22,7 @@ from aiacc_build.build.frameworks import RegistryClient
 from aiacc_build.build.plan import CellStatus, plan_cell
 from aiacc_build.matrix import load_all
 from aiacc_build.matrix.schema import FactsFile
-from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules
+from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild, WheelTagRules
 from aiacc_build.paths import MATRIX_DIR, REPO_ROOT
 from aiacc_build.render.release import render_release
 from aiacc_build.render.support import BuildHost
@@ -51,20 +53,9 @@ def toy():
 
 def _toy_cell() -> Cell:
     fw = Framework("toyfw")  # known only while the adapter is registered
-    info = ReleaseInfo(
-        version="9.9.0",
-        cibuildwheel="3.1.4",
-        manylinux_image="manylinux_2_28",
-        docker_os_types=("ubuntu2204",),
-        local_os_type="debian12",
-        mirror_url="https://mirror.invalid/aiacc",
-        docker_registry="registry.invalid/perseus",
-        docker_image="perseus-training",
-        docker_tag_suffix="latest",
-        conda_dir="conda/latest",
-        wheel_tags=WheelTagRules(independent_python_tag="py3", platform={fw: "manylinux_2_28_{arch}"},
-                                 repair_platform={fw: "manylinux_2_28_{arch}"}),
-    )
+    tags = WheelTagRules(independent_python_tag="py3", platform={fw: "manylinux_2_28_{arch}"},
+                         repair_platform={fw: "manylinux_2_28_{arch}"})
+    info = dataclasses.replace(BUILD_RELEASE, version="9.9.0", docker_os_types=("ubuntu2204",), wheel_tags=tags)
     return Cell(release=info, release_version=info.version, framework=fw, framework_version="1.0.0", cuda=None,
                 python=None, arch=Arch.X86_64, env_pythons=("3.11",), build=FrameworkBuild("toyfw==1.0.0", None, None, None))
 
