@@ -37,7 +37,9 @@ CASES = [
     ("master-port-out-of-range", ["-np", "2"], {"MASTER_PORT": "99999"}, ["MASTER_PORT=99999 is out of range"]),
     ("ports-collide", ["-np", "2"], {"MASTER_PORT": "29555", "PERSEUS_MASTER_PORT": "29555"},
      ["MASTER_PORT and PERSEUS_MASTER_PORT are both 29555", "different ports"]),
-    ("gloo-timeout", ["-np", "2"], {"GLOO_TIMEOUT_SECONDS": "-5"}, ["GLOO_TIMEOUT_SECONDS='-5' must be a positive number"]),
+    # one rule for GLOO_TIMEOUT_SECONDS: the runtime's (perseus.config), in its words
+    ("gloo-timeout", ["-np", "2"], {"GLOO_TIMEOUT_SECONDS": "-5"}, ["GLOO_TIMEOUT_SECONDS='-5' is not allowed: expected an integer >= 1"]),
+    ("gloo-timeout-fraction", ["-np", "2"], {"GLOO_TIMEOUT_SECONDS": "1.5"}, ["GLOO_TIMEOUT_SECONDS='1.5' is not allowed: expected an integer >= 1", "the ranks would refuse it"]),
     ("unknown-nic", ["-np", "2"], {"PERSEUS_GLOO_NETWORK_INTERFACE": "nosuchnic0"}, ["PERSEUS_GLOO_NETWORK_INTERFACE=nosuchnic0", "no network interface nosuchnic0"]),
     ("nic-conflict", ["-np", "2"], {"PERSEUS_NCCL_NETWORK_INTERFACE": "lo", "NCCL_SOCKET_IFNAME": "eth7"}, ["PERSEUS_NCCL_NETWORK_INTERFACE=lo and NCCL_SOCKET_IFNAME=eth7"]),
     ("x-rank-variable", ["-np", "2", "-x", "RANK=3"], {}, ["-x RANK: perseusrun sets RANK for every rank"]),

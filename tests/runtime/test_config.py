@@ -26,6 +26,7 @@ CASES = {
     "GLOO_TIMEOUT_SECONDS": ("120", 120, ["0", "-5", "1m"]),
     "PERSEUS_CHANGE_HVD_ALLGATHER": ("1", True, ["2"]),
     "PERSEUS_USE_DDP_LAUNCHER": ("0", False, ["2"]),
+    "PERSEUS_CPU_DISPATCH": ("scalar", "scalar", ["avx9", "AVX2"]),
 }
 
 DEFAULTS = {

@@ -14,7 +14,6 @@ __path__ = pkgutil.extend_path(__path__, __name__)
 __version__ = "1.5.0"
 
 
-
 def _install_runtime_hooks() -> None:
     """Each framework whose adapter names a runtime hook gets it installed (torch: DDP uses the perseus
     communication hook); a hook imports nothing of its framework until the framework is used."""
@@ -27,4 +26,12 @@ def _install_runtime_hooks() -> None:
             importlib.import_module(row["runtime_hook"]).install()
 
 
+def _warn_unknown_variables() -> None:
+    """A misspelt PERSEUS_* name changes nothing: say so at import, with the closest known name."""
+    from perseus import config
+
+    config.warn_unknown()
+
+
+_warn_unknown_variables()
 _install_runtime_hooks()

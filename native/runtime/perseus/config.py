@@ -10,12 +10,13 @@ A variable that this build cannot honour in the situation at hand is reported on
 silently ignored.
 """
 
+import difflib
 import enum
 import math
 import os
 import socket
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 
@@ -42,57 +43,7 @@ class NotHonouredWarning(UserWarning):
     """A PERSEUS_* variable was set but this build or this job cannot honour it (the message says why)."""
 
 
-@dataclass(frozen=True)
-class PerseusConfig:
-    nancheck: bool = False
-    dtype: WireDtype = WireDtype.FP16
-    mode: Optional[AllreduceMode] = None  # None: automatic (two levels when the wire dtype needs them)
-    streams: int = 4
-    fusion: Optional[int] = None  # None: automatic granularity
-    accumulate_n_steps: int = 1
-    downsample_n_elements: int = 1
-    gradient_momentum: float = 1.0
-    nccl_enable: bool = False
-    gradient_scale: float = 10.0
-    offline_neg: bool = False
-    perf_check_n_steps: int = 0
-    master_port: int = 6666
-    nccl_network_interface: str = "eth0"
-    gloo_network_interface: str = "eth0"
-    gloo_timeout_seconds: int = 60
-    change_hvd_allgather: bool = False
-    use_ddp_launcher: bool = True
-    explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set
-
-    def is_set(self, variable: str) -> bool:
-        """Whether the environment set `variable` (as opposed to the default applying)."""
-        return variable in self.explicit
-
-    def compresses_between_nodes(self) -> bool:
-        return self.dtype in (WireDtype.FP16, WireDtype.MIXED)
-
-    def compresses_inside_node(self) -> bool:
-        return self.dtype == WireDtype.FP16
-
-    def hierarchical(self, num_nodes: int, local_size: int) -> bool:
-        """Whether the allreduce runs in two levels for a job of `num_nodes` nodes of `local_size` ranks."""
-        if num_nodes <= 1 or local_size <= 1:
-            return False  # one of the two levels would be empty
-        if self.mode is not None:
-            return self.mode == AllreduceMode.HIERARCHICAL
-        return self.dtype == WireDtype.MIXED
-
-
 Parser = Callable[[str], Any]
-
-
-@dataclass(frozen=True)
-class VariableSpec:
-    name: str
-    field: str
-    parse: Parser  # str -> value; raises ValueError with the allowed values/range
-    allowed: str  # human text of what is allowed
-    effect: str  # one line: what the variable changes
 
 
 def _choice(choices: Dict[str, Any], allowed: str) -> Parser:
@@ -155,51 +106,201 @@ def network_interfaces() -> List[str]:
 
 
 _BOOL = {"0": False, "1": True}
+CPU_DISPATCH_PATHS = ("auto", "scalar", "avx2", "avx512", "avx512_bf16")  # native/core/src/cpu/dispatch.cpp
 
-VARIABLES: Tuple[VariableSpec, ...] = (
-    VariableSpec("PERSEUS_ALLREDUCE_NANCHECK", "nancheck", _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
-                 "1: a non-finite reduced gradient raises an error naming the parameters"),
-    VariableSpec("PERSEUS_ALLREDUCE_DTYPE", "dtype",
-                 _choice({"0": WireDtype.FP16, "1": WireDtype.NONE, "2": WireDtype.MIXED},
-                         "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"),
-                 "0, 1 or 2", "wire dtype of fp32 gradients"),
-    VariableSpec("PERSEUS_ALLREDUCE_MODE", "mode",
-                 _choice({"0": AllreduceMode.FLAT, "1": AllreduceMode.HIERARCHICAL},
-                         "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)"),
-                 "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes"),
-    VariableSpec("PERSEUS_ALLREDUCE_STREAMS", "streams", _int_range(1, 12), "1-12",
-                 "number of communicators that carry fused buffers concurrently"),
-    VariableSpec("PERSEUS_ALLREDUCE_FUSION", "fusion", _int_range(0, 128), "0-128 (empty: automatic)",
-                 "gradient fusion granularity handed to the fusion planner"),
-    VariableSpec("PERSEUS_ACCUMULATE_N_STEPS", "accumulate_n_steps", _int_range(1, None), ">= 1",
-                 "communicate every n-th backward pass, accumulate locally otherwise"),
-    VariableSpec("PERSEUS_DOWNSAMPLE_N_ELEMENTS", "downsample_n_elements", _int_range(1, None), ">= 1",
-                 "send one element in n per step (gossip downsampling)"),
-    VariableSpec("PERSEUS_GRADIENT_MOMENTUM", "gradient_momentum", _float_range(0.0, 1.0, True), "0.0-1.0",
-                 "decay of the not-yet-sent gradient residual under downsampling"),
-    VariableSpec("PERSEUS_NCCL_ENABLE", "nccl_enable", _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
-                 "hybrid RDMA+VPC NCCL links (special build)"),
-    VariableSpec("PERSEUS_ALLREDUCE_GRADIENT_SCALE", "gradient_scale", _float_range(0.0, None, False), "> 0",
-                 "factor applied before fp16 compression and removed after"),
-    VariableSpec("PERSEUS_OFFLINE_NEG", "offline_neg", _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
-                 "offline gradient negotiation"),
-    VariableSpec("PERSEUS_PERF_CHECK_N_STEPS", "perf_check_n_steps", _int_range(0, None), ">= 0",
-                 "every n steps, compare step times across ranks and report slow ones (0: off)"),
-    VariableSpec("PERSEUS_MASTER_PORT", "master_port", _int_range(1, 65535), "1-65535",
-                 "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)"),
-    VariableSpec("PERSEUS_NCCL_NETWORK_INTERFACE", "nccl_network_interface", _interface, "an interface of this machine",
-                 "network interface of NCCL communicators (NCCL_SOCKET_IFNAME)"),
-    VariableSpec("PERSEUS_GLOO_NETWORK_INTERFACE", "gloo_network_interface", _interface, "an interface of this machine",
-                 "network interface of Gloo communicators"),
-    VariableSpec("GLOO_TIMEOUT_SECONDS", "gloo_timeout_seconds", _int_range(1, None), ">= 1",
-                 "timeout of the process groups and rendezvous perseus creates"),
-    VariableSpec("PERSEUS_CHANGE_HVD_ALLGATHER", "change_hvd_allgather", _choice(_BOOL, "0 (stack) or 1 (concatenate)"),
-                 "0 or 1", "hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod)"),
-    VariableSpec("PERSEUS_USE_DDP_LAUNCHER", "use_ddp_launcher", _choice(_BOOL, "0 (mpirun/perseusrun) or 1 (torch launcher)"),
-                 "0 or 1", "1: hvd.init() joins the torch launcher's rendezvous; 0: perseus's own (mpirun)"),
+
+@dataclass(frozen=True)
+class VariableSpec:
+    """One variable, declared once: the runtime config, its validation, perseusrun's checks, doctor's
+    table, the generated C header (native/core/include/perseus/variables.h) and the reference page
+    (docs/variables.md) all read this."""
+
+    name: str
+    field: str
+    default: Any
+    parse: Parser  # str -> value; raises ValueError with the allowed values/range
+    allowed: str  # human text of what is allowed
+    effect: str  # one line: what the variable changes
+    since: str  # the release that introduced it
+    honoured_by: Tuple[str, ...]  # frameworks whose runtime honours it today (only the torch runtime exists)
+    aliases: Tuple[str, ...] = ()  # other spellings accepted (with a note), e.g. the manual's typo
+
+
+def variable(name: str, default: Any, parse: Parser, allowed: str, effect: str, since: str = "1.5.0",
+             honoured_by: Tuple[str, ...] = ("torch",), aliases: Tuple[str, ...] = ()) -> Any:
+    """A PerseusConfig field that is also the declaration of its environment variable."""
+    spec = dict(name=name, default=default, parse=parse, allowed=allowed, effect=effect, since=since,
+                honoured_by=honoured_by, aliases=aliases)
+    return field(default=default, metadata={"variable": spec})
+
+
+@dataclass(frozen=True)
+class PerseusConfig:
+    nancheck: bool = variable(
+        "PERSEUS_ALLREDUCE_NANCHECK", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "1: a non-finite reduced gradient raises an error naming the parameters",
+        aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the 1.5.0 manual's spelling
+    dtype: WireDtype = variable(
+        "PERSEUS_ALLREDUCE_DTYPE", WireDtype.FP16,
+        _choice({"0": WireDtype.FP16, "1": WireDtype.NONE, "2": WireDtype.MIXED},
+                "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"),
+        "0, 1 or 2", "wire dtype of fp32 gradients")
+    mode: Optional[AllreduceMode] = variable(  # None: automatic (two levels when the wire dtype needs them)
+        "PERSEUS_ALLREDUCE_MODE", None,
+        _choice({"0": AllreduceMode.FLAT, "1": AllreduceMode.HIERARCHICAL},
+                "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)"),
+        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes")
+    streams: int = variable(
+        "PERSEUS_ALLREDUCE_STREAMS", 4, _int_range(1, 12), "1-12",
+        "number of communicators that carry fused buffers concurrently")
+    fusion: Optional[int] = variable(  # None: automatic granularity
+        "PERSEUS_ALLREDUCE_FUSION", None, _int_range(0, 128), "0-128 (empty: automatic)",
+        "gradient fusion granularity handed to the fusion planner")
+    accumulate_n_steps: int = variable(
+        "PERSEUS_ACCUMULATE_N_STEPS", 1, _int_range(1, None), ">= 1",
+        "communicate every n-th backward pass, accumulate locally otherwise")
+    downsample_n_elements: int = variable(
+        "PERSEUS_DOWNSAMPLE_N_ELEMENTS", 1, _int_range(1, None), ">= 1",
+        "send one element in n per step (gossip downsampling)")
+    gradient_momentum: float = variable(
+        "PERSEUS_GRADIENT_MOMENTUM", 1.0, _float_range(0.0, 1.0, True), "0.0-1.0",
+        "decay of the not-yet-sent gradient residual under downsampling")
+    nccl_enable: bool = variable(
+        "PERSEUS_NCCL_ENABLE", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "hybrid RDMA+VPC NCCL links (special build)", honoured_by=())
+    gradient_scale: float = variable(
+        "PERSEUS_ALLREDUCE_GRADIENT_SCALE", 10.0, _float_range(0.0, None, False), "> 0",
+        "factor applied before fp16 compression and removed after")
+    offline_neg: bool = variable(
+        "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "offline gradient negotiation", honoured_by=())
+    perf_check_n_steps: int = variable(
+        "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
+        "every n steps, compare step times across ranks and report slow ones (0: off)")
+    master_port: int = variable(
+        "PERSEUS_MASTER_PORT", 6666, _int_range(1, 65535), "1-65535",
+        "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)")
+    nccl_network_interface: str = variable(
+        "PERSEUS_NCCL_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
+        "network interface of NCCL communicators (NCCL_SOCKET_IFNAME)", honoured_by=())
+    gloo_network_interface: str = variable(
+        "PERSEUS_GLOO_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
+        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)")
+    gloo_timeout_seconds: int = variable(
+        "GLOO_TIMEOUT_SECONDS", 60, _int_range(1, None), ">= 1",
+        "timeout of the process groups and rendezvous perseus creates")
+    change_hvd_allgather: bool = variable(
+        "PERSEUS_CHANGE_HVD_ALLGATHER", False, _choice(_BOOL, "0 (stack) or 1 (concatenate)"), "0 or 1",
+        "hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod)")
+    use_ddp_launcher: bool = variable(
+        "PERSEUS_USE_DDP_LAUNCHER", True, _choice(_BOOL, "0 (mpirun/perseusrun) or 1 (torch launcher)"), "0 or 1",
+        "1: hvd.init() joins the torch launcher's rendezvous; 0: perseus's own (mpirun)")
+    cpu_dispatch: str = variable(  # read by the native core itself (native/core/src/cpu/dispatch.cpp)
+        "PERSEUS_CPU_DISPATCH", "auto", _choice({p: p for p in CPU_DISPATCH_PATHS}, " | ".join(CPU_DISPATCH_PATHS)),
+        " | ".join(CPU_DISPATCH_PATHS), "CPU kernels of compression: auto (the best this CPU runs) or one path",
+        since="2.0.0")
+    explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set
+
+    def is_set(self, variable: str) -> bool:
+        """Whether the environment set `variable` (as opposed to the default applying)."""
+        return variable in self.explicit
+
+    def compresses_between_nodes(self) -> bool:
+        return self.dtype in (WireDtype.FP16, WireDtype.MIXED)
+
+    def compresses_inside_node(self) -> bool:
+        return self.dtype == WireDtype.FP16
+
+    def hierarchical(self, num_nodes: int, local_size: int) -> bool:
+        """Whether the allreduce runs in two levels for a job of `num_nodes` nodes of `local_size` ranks."""
+        if num_nodes <= 1 or local_size <= 1:
+            return False  # one of the two levels would be empty
+        if self.mode is not None:
+            return self.mode == AllreduceMode.HIERARCHICAL
+        return self.dtype == WireDtype.MIXED
+
+
+VARIABLES: Tuple[VariableSpec, ...] = tuple(
+    VariableSpec(field=f.name, **f.metadata["variable"]) for f in fields(PerseusConfig) if "variable" in f.metadata
 )
-
 VARIABLE_NAMES: FrozenSet[str] = frozenset(spec.name for spec in VARIABLES)
+_BY_NAME: Dict[str, VariableSpec] = {spec.name: spec for spec in VARIABLES}
+_ALIASES: Dict[str, VariableSpec] = {alias: spec for spec in VARIABLES for alias in spec.aliases}
+
+
+def spec_of(name: str) -> VariableSpec:
+    """The declaration of a variable (or of the variable an alias spells)."""
+    spec = _BY_NAME.get(name) or _ALIASES.get(name)
+    if spec is None:
+        raise KeyError("unknown perseus variable {}".format(name))
+    return spec
+
+
+def parse_value(name: str, raw: str) -> Any:
+    """One variable's value by its one rule; ConfigError names the variable, the value and what is allowed."""
+    spec = spec_of(name)
+    try:
+        return spec.parse(raw)
+    except ValueError as allowed:
+        raise ConfigError("{}={!r} is not allowed: expected {}".format(name, raw, allowed)) from None
+
+
+def unknown_variables(environ: Mapping[str, str]) -> List[Tuple[str, Optional[str]]]:
+    """(name, closest known name or None) of every PERSEUS_* variable set that perseus does not know."""
+    known = sorted(VARIABLE_NAMES | set(_ALIASES))
+    found = []
+    for name in sorted(environ):
+        if (name.startswith("PERSEUS_") and name not in known and name not in NOT_CONFIGURATION
+                and not name.startswith(TEST_PREFIX)):
+            close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
+            found.append((name, close[0] if close else None))
+    return found
+
+
+# PERSEUS_* names that are not settings of a job: what perseusrun tells the ranks, and the inputs of the
+# build tool, CI jobs and image builds (a job may inherit them harmlessly).
+NOT_CONFIGURATION = frozenset({
+    "PERSEUS_LAUNCHER", "PERSEUS_RELEASE", "PERSEUS_TORCH_DIR", "PERSEUS_FRAMEWORK", "PERSEUS_FRAMEWORK_VERSION",
+    "PERSEUS_CUDA", "PERSEUS_MIRROR", "PERSEUS_WHEEL_SHA256", "PERSEUS_WHEELS",
+})
+TEST_PREFIX = "PERSEUS_TEST_"  # the native tests' own inputs
+
+
+class UnknownVariableWarning(UserWarning):
+    """A PERSEUS_* variable is set that perseus does not know: probably misspelt."""
+
+
+def unknown_variable_messages(environ: Mapping[str, str]) -> List[str]:
+    messages = []
+    for name, close in unknown_variables(environ):
+        hint = "; did you mean {}?".format(close) if close else " (perseus reads: see `perseus doctor`)"
+        messages.append("{} is set but perseus has no such variable, so it changes nothing{}".format(name, hint))
+    return messages
+
+
+def warn_unknown(environ: Optional[Mapping[str, str]] = None) -> None:
+    """Warn about every unknown PERSEUS_* name (import perseus, perseusrun and doctor call this)."""
+    for message in unknown_variable_messages(os.environ if environ is None else environ):
+        warnings.warn(message, UnknownVariableWarning, stacklevel=2)
+
+
+def _setting(spec: VariableSpec, environ: Mapping[str, str]) -> Tuple[str, Optional[str]]:
+    """(the name it was set under, its value) or (name, None) when unset; the declared name wins over an alias."""
+    for name in (spec.name,) + spec.aliases:
+        raw = environ.get(name)
+        if raw is not None and raw.strip() != "":
+            return name, raw
+    return spec.name, None
+
+
+def alias_notes(environ: Mapping[str, str]) -> List[str]:
+    """A note for every variable set under an accepted alias (e.g. the 1.5.0 manual's spelling)."""
+    notes = []
+    for alias, spec in sorted(_ALIASES.items()):
+        if environ.get(alias, "").strip():
+            also = " (ignored: {} is set too)".format(spec.name) if environ.get(spec.name, "").strip() else ""
+            notes.append("{} is read as {}, its documented name{}".format(alias, spec.name, also))
+    return notes
 
 
 def _validate_combination(values: Dict[str, Any]) -> None:
@@ -217,13 +318,10 @@ def load(environ: Optional[Mapping[str, str]] = None) -> PerseusConfig:
     values: Dict[str, Any] = {}
     explicit: Set[str] = set()
     for spec in VARIABLES:
-        raw = environ.get(spec.name)
-        if raw is None or raw.strip() == "":
+        name, raw = _setting(spec, environ)
+        if raw is None:
             continue
-        try:
-            values[spec.field] = spec.parse(raw)
-        except ValueError as allowed:
-            raise ConfigError("{}={!r} is not allowed: expected {}".format(spec.name, raw, allowed)) from None
+        values[spec.field] = parse_value(name, raw)
         explicit.add(spec.name)
     _validate_combination(values)
     return PerseusConfig(explicit=frozenset(explicit), **values)
@@ -266,18 +364,29 @@ def warn_not_honoured(variable: str, reason: str, config: Optional[PerseusConfig
     return True
 
 
+def show(value: Any) -> str:
+    """A value as its variable spells it: 0/1 for booleans and enums, "auto" for an automatic choice."""
+    if value is None:
+        return "auto"
+    return str(int(value)) if isinstance(value, (bool, enum.IntEnum)) else str(value)
+
+
 def describe(config: PerseusConfig) -> List[Tuple[str, str, str]]:
     """(variable, value, "set"/"default") for every variable: what `perseus doctor` prints."""
-    rows = []
-    for spec in VARIABLES:
-        value = getattr(config, spec.field)
-        shown = "auto" if value is None else (str(int(value)) if isinstance(value, (bool, enum.IntEnum)) else str(value))
-        rows.append((spec.name, shown, "set" if config.is_set(spec.name) else "default"))
-    return rows
+    return [(spec.name, show(getattr(config, spec.field)), "set" if config.is_set(spec.name) else "default")
+            for spec in VARIABLES]
 
 
 __all__ = [
     "AllreduceMode",
+    "UnknownVariableWarning",
+    "alias_notes",
+    "parse_value",
+    "show",
+    "spec_of",
+    "unknown_variable_messages",
+    "unknown_variables",
+    "warn_unknown",
     "ConfigError",
     "NotHonouredWarning",
     "PerseusConfig",

@@ -20,6 +20,7 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from perseus import config
 from perseus._frameworks import FRAMEWORKS
 
 INSTALLER = "install_AIACC-Training.sh"
@@ -68,6 +69,7 @@ class Report:
     driver: Dict[str, Any] = field(default_factory=dict)
     cuda_toolkit: Dict[str, Any] = field(default_factory=dict)
     frameworks: Dict[str, Dict[str, Any]] = field(default_factory=dict)
+    settings: List[Dict[str, Any]] = field(default_factory=list)  # every PERSEUS_* variable in effect
     perseus: List[PerseusWheel] = field(default_factory=list)
     tools: Dict[str, Optional[str]] = field(default_factory=dict)
     system: Dict[str, str] = field(default_factory=dict)
@@ -372,9 +374,35 @@ def check_torch_distributed(report: Report) -> None:
                      "install an official torch build with Gloo")
 
 
+def gather_settings(report: Report, environ: Optional[Dict[str, str]] = None) -> None:
+    """Every PERSEUS_* variable (and GLOO_TIMEOUT_SECONDS) with its value and where it comes from; an
+    invalid value is an error with the runtime's own message, an unknown name a warning."""
+    environ = dict(os.environ) if environ is None else environ
+    try:
+        current = config.load(environ)
+    except config.ConfigError as exc:
+        report.error(str(exc), "fix or unset it: the job's ranks refuse to start with it")
+        current = None
+    for spec in config.VARIABLES:
+        set_as = next((n for n in (spec.name,) + spec.aliases if environ.get(n, "").strip()), None)
+        if current is not None:
+            value = config.show(getattr(current, spec.field))
+        else:  # the value as written (one of them is invalid)
+            value = environ[set_as].strip() if set_as else config.show(spec.default)
+        source = "default" if set_as is None else ("environment" if set_as == spec.name else "environment ({})".format(set_as))
+        report.settings.append({"name": spec.name, "value": value, "source": source,
+                                "honoured_by": list(spec.honoured_by), "since": spec.since})
+    for name, close in config.unknown_variables(environ):
+        report.warn("{} is set but perseus has no such variable, so it changes nothing".format(name),
+                    "rename it to {}".format(close) if close else "unset it (`perseus doctor` lists every variable)")
+    for note in config.alias_notes(environ):
+        report.warn(note, "use the documented name")
+
+
 def collect() -> Report:
     report = Report()
     dists = _distributions()
+    gather_settings(report)
     gather_launch(report)
     gather_driver(report)
     gather_cuda_toolkit(report)
@@ -402,6 +430,9 @@ def format_text(report: Report) -> str:
             lines.append("  {:<12} {:<16} <- {}".format(key + ":", str(report.launch.get(key)), sources.get(key, "")))
         if sources.get("outer_launchers"):
             lines.append("  started inside: " + sources["outer_launchers"])
+    lines.append("\nperseus settings (PERSEUS_*, GLOO_TIMEOUT_SECONDS)")
+    for setting in report.settings:
+        lines.append("  {:<34} {:<10} {}".format(setting["name"], setting["value"], setting["source"]))
     lines.append("\nNVIDIA driver")
     lines.append("  version: {}  ({})".format(report.driver.get("version") or "none", report.driver.get("source")))
     lines.append("\nCUDA toolkit")

@@ -67,5 +67,24 @@ def runtime_table_cmd(write: bool, check: bool) -> None:
     click.echo(f"{path} up to date")
 
 
+@click.command("variables")
+@click.option("--write", is_flag=True, help="Write the C header and the reference page.")
+@click.option("--check", is_flag=True, help="Exit 7 when either is stale.")
+def variables_cmd(write: bool, check: bool) -> None:
+    """The PERSEUS_* variables' C header (native/core/include/perseus/variables.h) and reference page
+    (docs/variables.md), generated from their one declaration in native/runtime/perseus/config.py."""
+    from .. import variables
+
+    if write:
+        written = variables.write()
+        click.echo("\n".join(f"wrote {p}" for p in written) or "up to date")
+        return
+    outdated = variables.stale()
+    if outdated and check:
+        raise StaleOutputError(f"stale: {', '.join(map(str, outdated))}; run `aiacc-build variables --write`")
+    click.echo("stale: " + ", ".join(map(str, outdated)) if outdated else "up to date")
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(frameworks)
+    cli.add_command(variables_cmd)

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "../status.h"
+#include "perseus/variables.h"
 
 namespace perseus {
 namespace cpu {
@@ -100,7 +101,7 @@ perseus_status active_kernels(const Kernels** kernels) {
     std::lock_guard<std::mutex> lock(g_init_mutex);
     current = g_active.load(std::memory_order_acquire);
     if (current == nullptr) {
-      const perseus_status status = resolve(std::getenv("PERSEUS_CPU_DISPATCH"), "PERSEUS_CPU_DISPATCH=", &current);
+      const perseus_status status = resolve(std::getenv(PERSEUS_ENV_CPU_DISPATCH), PERSEUS_ENV_CPU_DISPATCH "=", &current);
       if (status != PERSEUS_OK) return status;  // asked again (and failing again) on the next call
       g_active.store(current, std::memory_order_release);
     }

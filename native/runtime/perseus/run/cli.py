@@ -6,7 +6,7 @@ import shutil
 import sys
 from typing import List, Optional
 
-from . import args, plan as planning
+from . import args, environment, plan as planning
 from .errors import CommandNotFound, UsageError
 from .mpi import check_open_mpi
 from .supervisor import Supervisor
@@ -34,6 +34,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         for note in options.notes:
             print("perseusrun: note: " + note, file=sys.stderr)
         job = planning.build(options, os.environ)
+        for message in environment.variable_messages(os.environ):
+            print("perseusrun: " + message, file=sys.stderr)
         if options.dry_run:
             print(json.dumps(job.to_dict(), indent=2) if options.json else planning.format_text(job))
             return 0

@@ -4,6 +4,7 @@ import re
 import socket
 from typing import Dict, List, Mapping, Optional, Tuple
 
+from .. import config
 from .errors import UsageError
 
 # The variables perseusrun sets for each rank; passing them with -x would contradict the plan.
@@ -15,21 +16,19 @@ FORWARD_PREFIXES = ("PERSEUS_", "NCCL_", "GLOO_")
 # seed: PERSEUS_<LIB>_NETWORK_INTERFACE picks the NIC of that library.
 INTERFACE_VARIABLES = (("PERSEUS_NCCL_NETWORK_INTERFACE", "NCCL_SOCKET_IFNAME"),
                        ("PERSEUS_GLOO_NETWORK_INTERFACE", "GLOO_SOCKET_IFNAME"))
-GLOO_TIMEOUT_DEFAULT = 60.0  # seed: GLOO_TIMEOUT_SECONDS, default 60
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def gloo_timeout(environ: Mapping[str, str]) -> float:
+    """GLOO_TIMEOUT_SECONDS by the runtime's own rule (perseus.config), so perseusrun never accepts a value
+    the ranks would refuse."""
     raw = environ.get("GLOO_TIMEOUT_SECONDS", "").strip()
     if not raw:
-        return GLOO_TIMEOUT_DEFAULT
+        return float(config.spec_of("GLOO_TIMEOUT_SECONDS").default)
     try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not value > 0:
-        raise UsageError("GLOO_TIMEOUT_SECONDS={!r} must be a positive number of seconds (default 60)".format(raw))
-    return value
+        return float(config.parse_value("GLOO_TIMEOUT_SECONDS", raw))
+    except config.ConfigError as exc:
+        raise UsageError("{} (the ranks would refuse it; fix or unset it)".format(exc)) from None
 
 
 def interfaces(environ: Mapping[str, str], check_local: bool) -> Dict[str, str]:
@@ -82,11 +81,13 @@ def forwarded(environ: Mapping[str, str]) -> Dict[str, str]:
 def validate_perseus_variables(environ: Mapping[str, str]) -> None:
     """Every PERSEUS_* value the ranks will read, checked by perseus.config before anything starts."""
     try:
-        from perseus import config
-    except ImportError:  # perseus-common without the runtime configuration module
-        return
-    try:
         config.load(environ)
     except config.ConfigError as exc:
         raise UsageError("{} (the ranks would refuse it; fix or unset it)".format(exc)) from None
+
+
+def variable_messages(environ: Mapping[str, str]) -> List[str]:
+    """What perseusrun says before it starts: unknown PERSEUS_* names ("did you mean") and accepted aliases."""
+    return (["warning: " + m for m in config.unknown_variable_messages(environ)]
+            + ["note: " + m for m in config.alias_notes(environ)])
 

@@ -5,9 +5,10 @@ import socket
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
+from .. import config
 from .errors import UsageError
 
-PERSEUS_MASTER_PORT_DEFAULT = 6666  # seed: PERSEUS_MASTER_PORT, default 6666
+PERSEUS_MASTER_PORT_DEFAULT = config.spec_of("PERSEUS_MASTER_PORT").default  # seed: 6666
 REMOTE_MASTER_PORT_DEFAULT = 29500  # torchrun's default, used when the master host is not this machine
 
 

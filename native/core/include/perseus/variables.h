@@ -1,0 +1,82 @@
+// The PERSEUS_* variables, generated from their one declaration (native/runtime/perseus/config.py)
+// by `aiacc-build variables --write`: do not edit. Native code reads a variable by its
+// PERSEUS_ENV_* name; its default when unset is PERSEUS_DEFAULT_* (none: an automatic choice).
+#ifndef PERSEUS_VARIABLES_H_
+#define PERSEUS_VARIABLES_H_
+
+/* PERSEUS_ALLREDUCE_NANCHECK: 1: a non-finite reduced gradient raises an error naming the parameters. Allowed: 0 or 1. Since 1.5.0. */
+#define PERSEUS_ENV_ALLREDUCE_NANCHECK "PERSEUS_ALLREDUCE_NANCHECK"
+#define PERSEUS_ENV_ALIAS_ALLREDUCE_NANHECK "PERSEUS_ALLREDUCE_NANHECK"
+#define PERSEUS_DEFAULT_ALLREDUCE_NANCHECK 0
+
+/* PERSEUS_ALLREDUCE_DTYPE: wire dtype of fp32 gradients. Allowed: 0, 1 or 2. Since 1.5.0. */
+#define PERSEUS_ENV_ALLREDUCE_DTYPE "PERSEUS_ALLREDUCE_DTYPE"
+#define PERSEUS_DEFAULT_ALLREDUCE_DTYPE 0
+
+/* PERSEUS_ALLREDUCE_MODE: one-level or two-level allreduce across nodes. Allowed: 0 or 1 (empty: automatic). Since 1.5.0. */
+#define PERSEUS_ENV_ALLREDUCE_MODE "PERSEUS_ALLREDUCE_MODE"
+
+/* PERSEUS_ALLREDUCE_STREAMS: number of communicators that carry fused buffers concurrently. Allowed: 1-12. Since 1.5.0. */
+#define PERSEUS_ENV_ALLREDUCE_STREAMS "PERSEUS_ALLREDUCE_STREAMS"
+#define PERSEUS_DEFAULT_ALLREDUCE_STREAMS 4
+
+/* PERSEUS_ALLREDUCE_FUSION: gradient fusion granularity handed to the fusion planner. Allowed: 0-128 (empty: automatic). Since 1.5.0. */
+#define PERSEUS_ENV_ALLREDUCE_FUSION "PERSEUS_ALLREDUCE_FUSION"
+
+/* PERSEUS_ACCUMULATE_N_STEPS: communicate every n-th backward pass, accumulate locally otherwise. Allowed: >= 1. Since 1.5.0. */
+#define PERSEUS_ENV_ACCUMULATE_N_STEPS "PERSEUS_ACCUMULATE_N_STEPS"
+#define PERSEUS_DEFAULT_ACCUMULATE_N_STEPS 1
+
+/* PERSEUS_DOWNSAMPLE_N_ELEMENTS: send one element in n per step (gossip downsampling). Allowed: >= 1. Since 1.5.0. */
+#define PERSEUS_ENV_DOWNSAMPLE_N_ELEMENTS "PERSEUS_DOWNSAMPLE_N_ELEMENTS"
+#define PERSEUS_DEFAULT_DOWNSAMPLE_N_ELEMENTS 1
+
+/* PERSEUS_GRADIENT_MOMENTUM: decay of the not-yet-sent gradient residual under downsampling. Allowed: 0.0-1.0. Since 1.5.0. */
+#define PERSEUS_ENV_GRADIENT_MOMENTUM "PERSEUS_GRADIENT_MOMENTUM"
+#define PERSEUS_DEFAULT_GRADIENT_MOMENTUM 1.0
+
+/* PERSEUS_NCCL_ENABLE: hybrid RDMA+VPC NCCL links (special build). Allowed: 0 or 1. Since 1.5.0. */
+#define PERSEUS_ENV_NCCL_ENABLE "PERSEUS_NCCL_ENABLE"
+#define PERSEUS_DEFAULT_NCCL_ENABLE 0
+
+/* PERSEUS_ALLREDUCE_GRADIENT_SCALE: factor applied before fp16 compression and removed after. Allowed: > 0. Since 1.5.0. */
+#define PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE "PERSEUS_ALLREDUCE_GRADIENT_SCALE"
+#define PERSEUS_DEFAULT_ALLREDUCE_GRADIENT_SCALE 10.0
+
+/* PERSEUS_OFFLINE_NEG: offline gradient negotiation. Allowed: 0 or 1. Since 1.5.0. */
+#define PERSEUS_ENV_OFFLINE_NEG "PERSEUS_OFFLINE_NEG"
+#define PERSEUS_DEFAULT_OFFLINE_NEG 0
+
+/* PERSEUS_PERF_CHECK_N_STEPS: every n steps, compare step times across ranks and report slow ones (0: off). Allowed: >= 0. Since 1.5.0. */
+#define PERSEUS_ENV_PERF_CHECK_N_STEPS "PERSEUS_PERF_CHECK_N_STEPS"
+#define PERSEUS_DEFAULT_PERF_CHECK_N_STEPS 0
+
+/* PERSEUS_MASTER_PORT: port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT). Allowed: 1-65535. Since 1.5.0. */
+#define PERSEUS_ENV_MASTER_PORT "PERSEUS_MASTER_PORT"
+#define PERSEUS_DEFAULT_MASTER_PORT 6666
+
+/* PERSEUS_NCCL_NETWORK_INTERFACE: network interface of NCCL communicators (NCCL_SOCKET_IFNAME). Allowed: an interface of this machine. Since 1.5.0. */
+#define PERSEUS_ENV_NCCL_NETWORK_INTERFACE "PERSEUS_NCCL_NETWORK_INTERFACE"
+#define PERSEUS_DEFAULT_NCCL_NETWORK_INTERFACE "eth0"
+
+/* PERSEUS_GLOO_NETWORK_INTERFACE: network interface of Gloo communicators (GLOO_SOCKET_IFNAME). Allowed: an interface of this machine. Since 1.5.0. */
+#define PERSEUS_ENV_GLOO_NETWORK_INTERFACE "PERSEUS_GLOO_NETWORK_INTERFACE"
+#define PERSEUS_DEFAULT_GLOO_NETWORK_INTERFACE "eth0"
+
+/* GLOO_TIMEOUT_SECONDS: timeout of the process groups and rendezvous perseus creates. Allowed: >= 1. Since 1.5.0. */
+#define PERSEUS_ENV_GLOO_TIMEOUT_SECONDS "GLOO_TIMEOUT_SECONDS"
+#define PERSEUS_DEFAULT_GLOO_TIMEOUT_SECONDS 60
+
+/* PERSEUS_CHANGE_HVD_ALLGATHER: hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod). Allowed: 0 or 1. Since 1.5.0. */
+#define PERSEUS_ENV_CHANGE_HVD_ALLGATHER "PERSEUS_CHANGE_HVD_ALLGATHER"
+#define PERSEUS_DEFAULT_CHANGE_HVD_ALLGATHER 0
+
+/* PERSEUS_USE_DDP_LAUNCHER: 1: hvd.init() joins the torch launcher's rendezvous; 0: perseus's own (mpirun). Allowed: 0 or 1. Since 1.5.0. */
+#define PERSEUS_ENV_USE_DDP_LAUNCHER "PERSEUS_USE_DDP_LAUNCHER"
+#define PERSEUS_DEFAULT_USE_DDP_LAUNCHER 1
+
+/* PERSEUS_CPU_DISPATCH: CPU kernels of compression: auto (the best this CPU runs) or one path. Allowed: auto | scalar | avx2 | avx512 | avx512_bf16. Since 2.0.0. */
+#define PERSEUS_ENV_CPU_DISPATCH "PERSEUS_CPU_DISPATCH"
+#define PERSEUS_DEFAULT_CPU_DISPATCH "auto"
+
+#endif  // PERSEUS_VARIABLES_H_
