@@ -1,0 +1,82 @@
+"""Starting engine test jobs: under perseusrun (the project's launcher) or as bare processes with
+torchrun-style variables, on 127.0.0.1 with free ports; reading the ranks' REPORT lines."""
+
+import json
+import os
+import re
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+WORKER = Path(__file__).resolve().parent / "workers" / "engine_cases.py"
+PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
+LINE = re.compile(r"^\[(\d+)\]<stdout>:(.*)$")
+
+
+def free_ports(n: int) -> List[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def base_env(library: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE",
+                                                                      "LOCAL_", "MASTER_", "GROUP_", "OMPI_"))}
+    env.update({"PERSEUS_ENGINE_LIBRARY": library, "PYTHONPATH": str(REPO_ROOT / "native" / "runtime"),
+                "GLOO_TIMEOUT_SECONDS": "30"})
+    env.update(extra or {})
+    return env
+
+
+def perseusrun(library: str, np: int, case: str, env: Optional[Dict[str, str]] = None,
+               hosts: Optional[str] = None, timeout: float = 180) -> subprocess.CompletedProcess:
+    master, perseus = free_ports(2)
+    full = base_env(library, dict({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(perseus)}, **(env or {})))
+    args = [PERSEUSRUN, "-np", str(np)] + (["-H", hosts] if hosts else []) + ["--", sys.executable, str(WORKER), case]
+    return subprocess.run(args, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=timeout)
+
+
+def reports(stdout: str) -> List[dict]:
+    found = []
+    for line in stdout.splitlines():
+        m = LINE.match(line)
+        if m and m.group(2).startswith("REPORT "):
+            found.append(json.loads(m.group(2)[len("REPORT "):]))
+    return sorted(found, key=lambda r: r["rank"])
+
+
+def bare(library: str, np: int, case: str, env: Optional[Dict[str, str]] = None,
+         timeout: float = 120) -> List[subprocess.Popen]:
+    """The ranks as plain processes (torchrun's variables): nothing kills a rank when another dies."""
+    master, perseus = free_ports(2)
+    procs = []
+    for rank in range(np):
+        rank_env = base_env(library, {"RANK": str(rank), "WORLD_SIZE": str(np), "LOCAL_RANK": str(rank),
+                                      "LOCAL_WORLD_SIZE": str(np), "GROUP_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                                      "MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(perseus)})
+        rank_env.update(env or {})
+        procs.append(subprocess.Popen([sys.executable, str(WORKER), case], env=rank_env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, universal_newlines=True, start_new_session=True))
+    return procs
+
+
+def half(x: float) -> float:
+    """x rounded to IEEE fp16 (round to nearest even), as the engine's wire does."""
+    return struct.unpack("<e", struct.pack("<e", x))[0]
+
+
+def f32(x: float) -> float:
+    return struct.unpack("<f", struct.pack("<f", x))[0]
