@@ -4,6 +4,7 @@
 
 #include "engine.h"
 #include "errors.h"
+#include "mpi_loader.h"
 #include "options.h"
 #include "perseus/engine.h"
 
@@ -104,6 +105,13 @@ perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* op
   return guarded([&] {
     need(options, "options");
     perseus::engine::options_from_env(options);
+  });
+}
+
+perseus_engine_status perseus_engine_options_from_mpi(perseus_engine_options* options) {
+  return guarded([&] {
+    need(options, "options");
+    perseus::engine::options_from_mpi(options);
   });
 }
 

@@ -107,6 +107,12 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_eng
  * GLOO_SOCKET_IFNAME); a bad value fails naming the variable and what it accepts. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options);
 
+/* Under a plain mpirun (no MASTER_ADDR): rank, size, local rank/size, node rank, rank 0's address and a
+ * free port, agreed through MPI by the bootstrap plugin of the MPI that started the job
+ * (libperseus_mpi_openmpi.so beside the engine library, or PERSEUS_MPI_BOOTSTRAP_LIBRARY). Collective:
+ * every rank calls it. MPI is initialised if needed and then finalised at exit. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_mpi(perseus_engine_options* options);
+
 /* Rendezvous with the other ranks and connect every Gloo context; blocks up to timeout_seconds. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_create(const perseus_engine_options* options,
                                                                perseus_engine** engine);

@@ -136,34 +136,55 @@ class Engine:
         """Numbers from the caller; policy keywords (wire_dtype, mode, gradient_scale, streams, fusion, nancheck,
         timeout_seconds, cycle_ms, iface) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
         self._lib = _library.load()
-        lib = self._lib
-        opts = _library.Options()
-        _check(lib, lib.perseus_engine_options_init(ctypes.byref(opts)))
-        _check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
+        opts = self._options(policy)
         opts.rank, opts.size, opts.local_rank, opts.local_size = rank, size, local_rank, local_size
         opts.node_rank = node_rank
         opts.master_addr = master_addr.encode()
         opts.master_port = master_port
         opts.serve_store = -1 if serve_store is None else int(bool(serve_store))
         opts.hostname = hostname.encode()
+        self._create(opts)
+
+    def _options(self, policy: Dict[str, Any]) -> _library.Options:
+        lib = self._lib
+        opts = _library.Options()
+        _check(lib, lib.perseus_engine_options_init(ctypes.byref(opts)))
+        _check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
         for key, value in policy.items():
             if key not in ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck",
                            "timeout_seconds", "cycle_ms", "iface"):
                 raise TypeError("unknown engine option {!r}".format(key))
             setattr(opts, key, value.encode() if isinstance(value, str) else value)
+        return opts
+
+    def _create(self, opts: _library.Options) -> None:
         handle = ctypes.c_void_p()
-        _check(lib, lib.perseus_engine_create(ctypes.byref(opts), ctypes.byref(handle)))
+        _check(self._lib, self._lib.perseus_engine_create(ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle  # type: Optional[ctypes.c_void_p]
         info = self.info()
         self.rank, self.size = info["rank"], info["size"]
 
     @classmethod
+    def from_mpi(cls, **policy: Any) -> "Engine":
+        """Under a plain mpirun: every number, rank 0's address and a free port agreed through MPI (the engine's
+        MPI bootstrap plugin; collective over all ranks)."""
+        self = cls.__new__(cls)
+        self._lib = _library.load()
+        opts = self._options(policy)
+        _check(self._lib, self._lib.perseus_engine_options_from_mpi(ctypes.byref(opts)))
+        self._create(opts)
+        return self
+
+    @classmethod
     def from_environment(cls, environ: Optional[Dict[str, str]] = None, **policy: Any) -> "Engine":
-        """Numbers from perseus.launch.detect(); the store at MASTER_ADDR:PERSEUS_MASTER_PORT."""
+        """Numbers from perseus.launch.detect(); the store at MASTER_ADDR:PERSEUS_MASTER_PORT. Under a plain
+        mpirun without MASTER_ADDR: from_mpi()."""
         from perseus import config, launch
 
         env_map = os.environ if environ is None else environ
         env = launch.detect(env_map)
+        if env.size > 1 and not env.master_addr and env.launcher in ("openmpi", "mpich") and environ is None:
+            return cls.from_mpi(**policy)  # plain mpirun: MPI itself agrees the master address and port
         port = config.load(env_map).master_port
         if env.size > 1 and not env.master_addr:
             raise EngineError("no master address for a {}-rank job ({} launcher): set MASTER_ADDR to rank 0's "

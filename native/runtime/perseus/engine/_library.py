@@ -90,6 +90,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "perseus_engine_status_string": (c_char_p, [c_int]),
         "perseus_engine_options_init": (c_int, [ctypes.POINTER(Options)]),
         "perseus_engine_options_from_env": (c_int, [ctypes.POINTER(Options)]),
+        "perseus_engine_options_from_mpi": (c_int, [ctypes.POINTER(Options)]),
         "perseus_engine_create": (c_int, [ctypes.POINTER(Options), ctypes.POINTER(c_void_p)]),
         "perseus_engine_destroy": (c_int, [c_void_p]),
         "perseus_engine_info_get": (c_int, [c_void_p, ctypes.POINTER(Info)]),

@@ -1,0 +1,67 @@
+"""The engine under MPI launchers with no framework: a plain `mpirun -np 2/4` with no MASTER_ADDR (rank 0's
+address and a free port agreed through MPI by the engine's bootstrap plugin) and `perseusrun --mpi`."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine_helpers import WORKER, base_env, free_ports, reports
+
+MPI_LINE = re.compile(r"^\[1,(\d+)\]<stdout>:(.*)$")
+
+
+def mpirun(library, np, case, env):
+    if shutil.which("mpirun") is None:
+        pytest.fail("mpirun not found: bash tests/run/install_test_deps.sh installs Open MPI")
+    plugin = Path(library).with_name("libperseus_mpi_openmpi.so")
+    if not plugin.is_file():
+        pytest.fail("no {}: build the engine with Open MPI's headers (apt-get install libopenmpi-dev)".format(plugin))
+    full = base_env(library, env)
+    assert "MASTER_ADDR" not in full and "PERSEUS_MASTER_PORT" not in full
+    exported = ["PERSEUS_ENGINE_LIBRARY", "PYTHONPATH", "GLOO_TIMEOUT_SECONDS"] + sorted(env)
+    args = ["mpirun"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) + [
+        "-np", str(np), "--oversubscribe", "--bind-to", "none", "--tag-output"]
+    for name in exported:
+        args += ["-x", name]
+    args += [sys.executable, str(WORKER), case]
+    proc = subprocess.run(args, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=180)
+    lines = "\n".join("[{}]<stdout>:{}".format(m.group(1), m.group(2))
+                      for m in (MPI_LINE.match(l) for l in proc.stdout.splitlines()) if m)
+    return proc, reports(lines)
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_plain_mpirun_allreduce_and_allgather(engine_library, np):
+    proc, found = mpirun(engine_library, np, "allreduce", {"PERSEUS_ALLREDUCE_DTYPE": "1", "TEST_OP": "sum"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [r["rank"] for r in found] == list(range(np))
+    want = sum(float(q + 1) + 0.0001 for q in range(np))
+    for r in found:
+        assert r["info"]["size"] == np
+        assert r["results"]["t/small"][0] == pytest.approx(want, rel=1e-6)
+    proc, found = mpirun(engine_library, np, "allgather", {})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(found) == np and all(r["dims"] == [q + 1 if q != 1 else 0 for q in range(np)] for r in found)
+
+
+def test_perseusrun_mpi_mode(engine_library):
+    if shutil.which("mpirun") is None:
+        pytest.fail("mpirun not found: bash tests/run/install_test_deps.sh installs Open MPI")
+    master, store = free_ports(2)
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("perseusrun")), "--mpi", "-np", "2", "--", sys.executable, str(WORKER),
+         "broadcast"],
+        env=base_env(engine_library, {"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store)}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    text = "\n".join("[{}]<stdout>:{}".format(m.group(1), m.group(2))
+                     for m in (MPI_LINE.match(l) for l in proc.stdout.splitlines()) if m)
+    found = reports(text) or reports(proc.stdout)
+    assert len(found) == 2, proc.stdout[-2000:]
+    assert all(r["values"] == [100.0 + i for i in range(5)] for r in found)
