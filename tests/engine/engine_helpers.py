@@ -54,7 +54,8 @@ def reports(stdout: str) -> List[dict]:
     for line in stdout.splitlines():
         m = LINE.match(line)
         if m and m.group(2).startswith("REPORT "):
-            found.append(json.loads(m.group(2)[len("REPORT "):]))
+            # raw_decode: Open MPI's --tag-output can glue an empty tagged line onto the end of a report
+            found.append(json.JSONDecoder().raw_decode(m.group(2)[len("REPORT "):])[0])
     return sorted(found, key=lambda r: r["rank"])
 
 

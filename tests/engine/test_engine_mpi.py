@@ -1,6 +1,7 @@
 """The engine under MPI launchers with no framework: a plain `mpirun -np 2/4` with no MASTER_ADDR (rank 0's
 address and a free port agreed through MPI by the engine's bootstrap plugin) and `perseusrun --mpi`."""
 
+import json
 import os
 import re
 import shutil
@@ -10,9 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from engine_helpers import WORKER, base_env, free_ports, reports
+from engine_helpers import WORKER, base_env, free_ports
 
-MPI_LINE = re.compile(r"^\[1,(\d+)\]<stdout>:(.*)$")
+MPI_REPORT = re.compile(r"\[1,(\d+)\]<stdout>:REPORT ")
+
+
+def mpi_reports(stdout):
+    """REPORT lines from Open MPI's --tag-output, which can glue two ranks' tagged lines into one line."""
+    found = []
+    for m in MPI_REPORT.finditer(stdout):
+        found.append(json.JSONDecoder().raw_decode(stdout[m.end():])[0])
+    return sorted(found, key=lambda r: r["rank"])
 
 
 def mpirun(library, np, case, env):
@@ -31,9 +40,7 @@ def mpirun(library, np, case, env):
     args += [sys.executable, str(WORKER), case]
     proc = subprocess.run(args, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                           timeout=180)
-    lines = "\n".join("[{}]<stdout>:{}".format(m.group(1), m.group(2))
-                      for m in (MPI_LINE.match(l) for l in proc.stdout.splitlines()) if m)
-    return proc, reports(lines)
+    return proc, mpi_reports(proc.stdout)
 
 
 @pytest.mark.parametrize("np", [2, 4])
@@ -60,8 +67,6 @@ def test_perseusrun_mpi_mode(engine_library):
         env=base_env(engine_library, {"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store)}),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    text = "\n".join("[{}]<stdout>:{}".format(m.group(1), m.group(2))
-                     for m in (MPI_LINE.match(l) for l in proc.stdout.splitlines()) if m)
-    found = reports(text) or reports(proc.stdout)
+    found = mpi_reports(proc.stdout)
     assert len(found) == 2, proc.stdout[-2000:]
     assert all(r["values"] == [100.0 + i for i in range(5)] for r in found)

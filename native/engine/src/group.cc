@@ -109,11 +109,28 @@ std::vector<std::vector<char>> Group::allgather_bytes(const std::vector<char>& m
     out[0] = mine;
     return out;
   }
-  std::vector<uint64_t> sizes(size_t(size_), 8);
-  std::vector<uint64_t> all(static_cast<size_t>(size_));
+  // One collective in the common case: a fixed slot per rank holds the length and up to kInline bytes;
+  // only when some rank's message is longer does a second allgatherv carry the full messages.
+  constexpr size_t kSlot = 1024, kInline = kSlot - 8;
+  std::vector<char> slot(kSlot, 0);
   uint64_t n = mine.size();
-  allgatherv(&n, all.data(), sizes);
-  std::vector<uint64_t> bytes(all.begin(), all.end());
+  std::memcpy(slot.data(), &n, 8);
+  if (n <= kInline) std::memcpy(slot.data() + 8, mine.data(), n);
+  std::vector<char> slots(kSlot * size_t(size_));
+  allgatherv(slot.data(), slots.data(), std::vector<uint64_t>(size_t(size_), kSlot));
+  std::vector<uint64_t> bytes(static_cast<size_t>(size_));
+  bool overflow = false;
+  for (int r = 0; r < size_; ++r) {
+    std::memcpy(&bytes[size_t(r)], slots.data() + kSlot * size_t(r), 8);
+    overflow = overflow || bytes[size_t(r)] > kInline;
+  }
+  if (!overflow) {
+    for (int r = 0; r < size_; ++r) {
+      const char* p = slots.data() + kSlot * size_t(r) + 8;
+      out[size_t(r)].assign(p, p + bytes[size_t(r)]);
+    }
+    return out;
+  }
   uint64_t total = 0;
   for (uint64_t b : bytes) total += b;
   std::vector<char> joined(total ? total : 1);

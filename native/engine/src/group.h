@@ -36,7 +36,7 @@ class Group {
   // out receives each rank's bytes_per_rank[r] bytes back to back.
   void allgatherv(const void* in, void* out, const std::vector<uint64_t>& bytes_per_rank);
   void barrier();
-  // Allgather of one small byte string per rank (two collectives: the sizes, then the bytes).
+  // Allgather of one byte string per rank: one collective while every string fits a 1 KiB slot, two else.
   std::vector<std::vector<char>> allgather_bytes(const std::vector<char>& mine);
 
  private:
