@@ -175,3 +175,31 @@ def test_killed_rank_ends_the_perseusrun_job_nonzero(engine_library):
     proc = perseusrun(engine_library, 2, "lost_rank", env={"GLOO_TIMEOUT_SECONDS": "5", "TEST_SIGNAL": "KILL"})
     assert proc.returncode != 0
     assert time.monotonic() - start < 60
+
+
+def test_fp16_bf16_buffers_summed_in_gloo(engine_library):
+    proc = perseusrun(engine_library, 4, "halfsum")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 4
+    for r in found:
+        assert r["half"] == [5.0, 4000.0, -8.0]
+        assert r["avg"] == [1.5, 3.0]
+        assert r["bf16"] == [15.0, 1024.0]
+
+
+def test_nancheck_fails_every_rank(engine_library):
+    proc = perseusrun(engine_library, 2, "nancheck", env={"PERSEUS_ALLREDUCE_NANCHECK": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 2 and found[0]["error"] == found[1]["error"]
+    assert "PERSEUS_ALLREDUCE_NANCHECK" in found[0]["error"] and "'grad/with-inf'" in found[0]["error"]
+
+
+def test_collective_missing_on_a_rank_fails_after_the_timeout(engine_library):
+    proc = perseusrun(engine_library, 2, "stall", env={"GLOO_TIMEOUT_SECONDS": "3"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert "was submitted by ranks 0 but not by ranks 1 within GLOO_TIMEOUT_SECONDS=3" in found[0]["error"]
+    assert 3.0 <= found[0]["seconds"] < 10
+    assert proc.stdout.count("AFTER") == 2 and "AFTER 0 2.0" in proc.stdout and "AFTER 1 2.0" in proc.stdout

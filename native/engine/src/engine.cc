@@ -245,7 +245,9 @@ void Engine::negotiate_loop() {
       submitted_.clear();
       mine.shutdown = shutdown_requested_;
     }
+    if (options_.rank == 0) mine.aborts = stalled();
     std::vector<std::vector<char>> all;
+    std::vector<std::string> aborts;
     int shutdown_by = -1;
     try {
       all = control_->allgather_bytes(encode(mine));
@@ -253,6 +255,7 @@ void Engine::negotiate_loop() {
       for (int r = 0; r < options_.size; ++r) {
         Announcement a = decode(all[size_t(r)]);
         if (a.shutdown && shutdown_by < 0) shutdown_by = r;
+        if (r == 0) aborts = a.aborts;
         for (const auto& req : a.requests) table_.add(r, req);
       }
     } catch (const std::exception& e) {
@@ -265,6 +268,7 @@ void Engine::negotiate_loop() {
     }
     auto ready = table_.take_ready();
     dispatch(ready);
+    apply_aborts(aborts);  // after take_ready: a collective that completed this cycle is not aborted
     if (shutdown_by >= 0) {
       std::string who = shutdown_by == options_.rank ? "this rank" : "rank " + std::to_string(shutdown_by);
       fail_pending(PERSEUS_ENGINE_SHUT_DOWN,
@@ -342,6 +346,42 @@ void Engine::enqueue(std::function<void(Stream&)> task) {
     s.queue.push_back([task, &s] { task(s); });
   }
   s.cv.notify_one();
+}
+
+std::vector<std::string> Engine::stalled() {
+  const auto now = std::chrono::steady_clock::now();
+  const auto limit = std::chrono::seconds(options_.timeout_seconds);
+  std::vector<std::string> pending = table_.pending_names(), out;
+  std::map<std::string, std::chrono::steady_clock::time_point> kept;
+  for (const auto& name : pending) {
+    auto it = first_seen_.find(name);
+    auto seen = it == first_seen_.end() ? now : it->second;
+    if (now - seen > limit) {
+      out.push_back(name);
+    } else {
+      kept[name] = seen;
+    }
+  }
+  first_seen_ = std::move(kept);
+  return out;
+}
+
+void Engine::apply_aborts(const std::vector<std::string>& names) {
+  for (const auto& name : names) {
+    std::string message = table_.abort(name, options_.timeout_seconds);
+    if (message.empty()) continue;
+    std::shared_ptr<Op> op;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = announced_.find(name);
+      if (it != announced_.end()) {
+        op = it->second;
+        announced_.erase(it);
+        in_flight_names_.erase(name);
+      }
+    }
+    if (op) op->finish(PERSEUS_ENGINE_MISMATCH, "perseus engine: " + message);
+  }
 }
 
 // ---- execution ----------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -76,6 +77,8 @@ class Engine {
   void run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>>& ops,
                           const std::vector<Unit>& units, int reduce_op);
   void run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed);
+  std::vector<std::string> stalled();  // rank 0: pending longer than the timeout
+  void apply_aborts(const std::vector<std::string>& names);
   void fail_pending(perseus_engine_status status, const std::string& message);
   void set_failure(const std::string& message);
   std::string collective_error(const Request& r, const std::string& what) const;
@@ -90,6 +93,7 @@ class Engine {
   std::vector<std::unique_ptr<Stream>> streams_;
   size_t next_stream_ = 0;
   Table table_;
+  std::map<std::string, std::chrono::steady_clock::time_point> first_seen_;  // rank 0: the stall clock
 
   std::mutex mu_;  // guards everything below
   std::condition_variable submitted_cv_;

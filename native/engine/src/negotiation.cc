@@ -108,6 +108,8 @@ std::vector<char> encode(const Announcement& a) {
     w.i64(int64_t(r.shape.size()));
     for (int64_t d : r.shape) w.i64(d);
   }
+  w.i64(int64_t(a.aborts.size()));
+  for (const auto& name : a.aborts) w.str(name);
   return std::move(w.out);
 }
 
@@ -134,6 +136,9 @@ Announcement decode(const std::vector<char>& bytes) {
     for (int64_t d = 0; d < ndim; ++d) r.shape.push_back(rd.i64());
     a.requests.push_back(std::move(r));
   }
+  int64_t aborts = rd.i64();
+  if (aborts < 0 || aborts > (int64_t(1) << 24)) throw std::runtime_error("corrupt negotiation message (aborts)");
+  for (int64_t i = 0; i < aborts; ++i) a.aborts.push_back(rd.str());
   if (!rd.done()) throw std::runtime_error("corrupt negotiation message (trailing bytes)");
   return a;
 }
@@ -216,6 +221,31 @@ std::vector<Agreed> Table::take_ready() {
   std::vector<Agreed> out;
   out.reserve(ready.size());
   for (auto& r : ready) out.push_back(std::move(r.second));
+  return out;
+}
+
+std::string Table::abort(const std::string& name, int timeout_seconds) {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return "";
+  std::string have, missing;
+  for (int r = 0; r < size_; ++r) {
+    std::string& list = it->second.present[size_t(r)] ? have : missing;
+    list += (list.empty() ? "" : ",") + std::to_string(r);
+  }
+  std::string msg = "collective '" + name + "' (" + describe(it->second.per_rank[size_t(
+                        std::find(it->second.present.begin(), it->second.present.end(), true) -
+                        it->second.present.begin())]) +
+                    ") was submitted by ranks " + have + " but not by ranks " + missing + " within GLOO_TIMEOUT_SECONDS=" +
+                    std::to_string(timeout_seconds) +
+                    ": every rank must submit every collective; check that all ranks take the same code path (or "
+                    "raise GLOO_TIMEOUT_SECONDS if a rank is only slow)";
+  entries_.erase(it);
+  return msg;
+}
+
+std::vector<std::string> Table::pending_names() const {
+  std::vector<std::string> out;
+  for (const auto& kv : entries_) out.push_back(kv.first);
   return out;
 }
 

@@ -33,6 +33,7 @@ std::string describe(const Request& r);
 struct Announcement {
   bool shutdown = false;
   std::vector<Request> requests;
+  std::vector<std::string> aborts;  // rank 0 only: pending collectives every rank gives up (a stall)
 };
 std::vector<char> encode(const Announcement& a);
 Announcement decode(const std::vector<char>& bytes);  // throws std::runtime_error when corrupt
@@ -56,6 +57,10 @@ class Table {
   // Collectives every rank announced, ordered by their first announcement (rank order within a cycle).
   std::vector<Agreed> take_ready();
   size_t pending() const { return entries_.size(); }
+  // Removes a pending collective; returns the message every rank reports for it ("" when it is not
+  // pending: it completed in the meantime).
+  std::string abort(const std::string& name, int timeout_seconds);
+  std::vector<std::string> pending_names() const;
   // "name (ranks 0, 2 of 4)" for each pending collective: what a stall report names.
   std::vector<std::string> pending_report() const;
 

@@ -21,6 +21,7 @@ Request req(const std::string& name, Kind kind, std::vector<int64_t> shape, int 
 TEST(Negotiation, EncodeDecodeRoundTrip) {
   Announcement a;
   a.shutdown = true;
+  a.aborts = {"stuck", "x/y"};
   a.requests = {req("grad/a", Kind::kAllreduce, {3, 4}, 0, 1), req("b", Kind::kBroadcast, {}, 3, 0, 2),
                 req("g", Kind::kAllgather, {0, 7}, 6), req("bar", Kind::kBarrier, {})};
   Announcement b = decode(encode(a));
@@ -31,6 +32,19 @@ TEST(Negotiation, EncodeDecodeRoundTrip) {
   EXPECT_EQ(describe(b.requests[2]), "allgather uint8[0,7]");
   EXPECT_EQ(b.requests[3].kind, Kind::kBarrier);
   EXPECT_EQ(b.requests[0].name, "grad/a");
+  EXPECT_EQ(b.aborts, (std::vector<std::string>{"stuck", "x/y"}));
+}
+
+TEST(Negotiation, AbortNamesWhoSubmittedAndWhoDidNot) {
+  Table t(3);
+  t.add(0, req("s", Kind::kAllreduce, {2}));
+  t.add(2, req("s", Kind::kAllreduce, {2}));
+  EXPECT_EQ(t.pending_names(), std::vector<std::string>{"s"});
+  std::string m = t.abort("s", 7);
+  EXPECT_NE(m.find("collective 's' (allreduce float32[2] sum) was submitted by ranks 0,2 but not by ranks 1 within "
+                   "GLOO_TIMEOUT_SECONDS=7"), std::string::npos) << m;
+  EXPECT_EQ(t.pending(), 0u);
+  EXPECT_EQ(t.abort("s", 7), "");  // gone (or completed): nothing to abort
 }
 
 TEST(Negotiation, CorruptMessagesThrow) {

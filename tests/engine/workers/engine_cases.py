@@ -66,6 +66,45 @@ def case_mismatch(eng, rank, size):
         report(rank=rank, error=str(exc), after=list(after))
 
 
+def case_halfsum(eng, rank, size):
+    """fp16 and bf16 buffers summed in Gloo (each addition in fp32, one rounding), average of fp16."""
+    half = bytearray(struct.pack("<3e", 0.5 * (rank + 1), 1000.0, -2.0))
+    eng.allreduce("h16", half, dtype="float16")
+    avg = bytearray(struct.pack("<2e", float(rank), 3.0))
+    eng.allreduce("h16avg", avg, op="average", dtype="float16")
+    # bf16 = the upper 16 bits of fp32: 1.5 * (rank + 1) and 256 are exact
+    bf = bytearray(b"".join(struct.pack("<f", v)[2:] for v in (1.5 * (rank + 1), 256.0)))
+    eng.allreduce("bf16", bf, dtype="bfloat16")
+    bf_values = [struct.unpack("<f", b"\0\0" + bytes(bf[i:i + 2]))[0] for i in (0, 2)]
+    report(rank=rank, half=list(struct.unpack("<3e", half)), avg=list(struct.unpack("<2e", avg)), bf16=bf_values)
+
+
+def case_nancheck(eng, rank, size):
+    buf = array.array("f", [1.0, float("inf") if rank == 1 else 2.0, 3.0])
+    try:
+        eng.allreduce("grad/with-inf", buf)
+        report(rank=rank, error=None)
+    except engine.NonFiniteError as exc:
+        report(rank=rank, error=str(exc))
+
+
+def case_stall(eng, rank, size):
+    """Rank 0 submits a collective rank 1 never submits: every rank gets the stall error after the timeout."""
+    start = time.monotonic()
+    if rank == 0:
+        try:
+            eng.allreduce("only-rank0", array.array("f", [1.0]))
+            report(rank=rank, error=None)
+        except engine.MismatchError as exc:
+            report(rank=rank, error=str(exc), seconds=time.monotonic() - start)
+    else:
+        time.sleep(float(os.environ["GLOO_TIMEOUT_SECONDS"]) + 3)
+        report(rank=rank, error=None)
+    after = array.array("f", [1.0])
+    eng.allreduce("after-stall", after)
+    print("AFTER", rank, after[0], flush=True)
+
+
 def case_lost_rank(eng, rank, size):
     """Rank 1 dies (TEST_SIGNAL=KILL) or freezes (STOP) while rank 0 waits in an allreduce."""
     buf = array.array("f", [1.0] * 1000)
