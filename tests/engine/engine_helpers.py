@@ -32,8 +32,10 @@ def free_ports(n: int) -> List[int]:
 
 
 def base_env(library: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE",
-                                                                      "LOCAL_", "MASTER_", "GROUP_", "OMPI_"))}
+    launcher_prefixes = ("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "GROUP_", "NODE_RANK",
+                         "OMPI_", "PMI_", "MPI_LOCAL", "MV2_", "HYDRA_", "SLURM_", "HOROVOD_", "PADDLE_", "DMLC_",
+                         "BYTEPS_", "MA_", "VC_", "ASCEND_", "RANK_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(launcher_prefixes)}
     env.update({"PERSEUS_ENGINE_LIBRARY": library, "PYTHONPATH": str(REPO_ROOT / "native" / "runtime"),
                 "GLOO_TIMEOUT_SECONDS": "30"})
     env.update(extra or {})
@@ -57,6 +59,28 @@ def reports(stdout: str) -> List[dict]:
             # raw_decode: Open MPI's --tag-output can glue an empty tagged line onto the end of a report
             found.append(json.JSONDecoder().raw_decode(m.group(2)[len("REPORT "):])[0])
     return sorted(found, key=lambda r: r["rank"])
+
+
+def bare_with(library: str, case: str, rank_envs: Sequence[Dict[str, str]], argv: Sequence[Sequence[str]] = (),
+              timeout: float = 120) -> List[subprocess.CompletedProcess]:
+    """Ranks started with exactly the given per-rank variables (a launcher's), waited for."""
+    procs = []
+    for rank, extra in enumerate(rank_envs):
+        args = list(argv[rank]) if argv else []
+        procs.append(subprocess.Popen([sys.executable, str(WORKER), case] + args, env=base_env(library, extra),
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                                      start_new_session=True))
+    done = []
+    try:
+        for p in procs:
+            out, err = p.communicate(timeout=timeout)
+            done.append(subprocess.CompletedProcess(p.args, p.returncode, out, err))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    return done
 
 
 def bare(library: str, np: int, case: str, env: Optional[Dict[str, str]] = None,

@@ -105,6 +105,16 @@ def case_stall(eng, rank, size):
     print("AFTER", rank, after[0], flush=True)
 
 
+def case_launcher(eng, rank, size):
+    """An allreduce under whatever launcher's variables started this process; reports what detect() saw."""
+    from perseus import launch
+
+    env = launch.detect()
+    buf = array.array("f", [float(rank + 1)] * 4)
+    eng.allreduce("launcher", buf, op="sum")
+    report(rank=rank, size=size, launcher=env.launcher, master=env.master_addr, values=list(buf))
+
+
 def case_lost_rank(eng, rank, size):
     """Rank 1 dies (TEST_SIGNAL=KILL) or freezes (STOP) while rank 0 waits in an allreduce."""
     buf = array.array("f", [1.0] * 1000)
@@ -122,7 +132,7 @@ def case_lost_rank(eng, rank, size):
 
 
 def main():
-    case = sys.argv[1]
+    case = sys.argv[1]  # ModelArts' own arguments may follow: perseus.launch.detect() reads them
     eng = engine.Engine.from_environment()
     rank, size = eng.rank, eng.size
     globals()["case_" + case](eng, rank, size)
