@@ -64,7 +64,7 @@ gloo_recipe() {  # Gloo from Debian's source by recipes/gloo/build.sh (cached in
 }
 
 native_core_ctest() {  # configure + build native/ (core + engine; CUDA kernels when nvcc is there) and run ctest
-  apt_install libgtest-dev libopenmpi-dev  # libopenmpi-dev: the engine's MPI bootstrap plugin
+  apt_install libgtest-dev libopenmpi-dev libmpich-dev mpich  # MPI headers: the engine's bootstrap plugins
   gloo_recipe  # cached after the first build: a fraction of a second
   local engine_args=(-DPERSEUS_WITH_ENGINE=ON "-DPERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")")
   local cuda_args=(-DPERSEUS_WITH_CUDA=OFF)

@@ -1,5 +1,6 @@
-"""The engine under MPI launchers with no framework: a plain `mpirun -np 2/4` with no MASTER_ADDR (rank 0's
-address and a free port agreed through MPI by the engine's bootstrap plugin) and `perseusrun --mpi`."""
+"""The engine under MPI launchers with no framework: a plain `mpirun -np 2/4` (Open MPI, and MPICH's
+mpirun.mpich) with no MASTER_ADDR (rank 0's address and a free port agreed through MPI by the engine's
+bootstrap plugin for that MPI) and `perseusrun --mpi`."""
 
 import json
 import os
@@ -55,6 +56,27 @@ def test_plain_mpirun_allreduce_and_allgather(engine_library, np):
     proc, found = mpirun(engine_library, np, "allgather", {})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert len(found) == np and all(r["dims"] == [q + 1 if q != 1 else 0 for q in range(np)] for r in found)
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_plain_mpich_mpirun(engine_library, np):
+    """MPICH's Hydra (mpirun.mpich): PMI_* variables, the MPICH bootstrap plugin."""
+    if shutil.which("mpirun.mpich") is None:
+        pytest.fail("mpirun.mpich not found: apt-get install mpich libmpich-dev (dev/lib.sh installs them)")
+    plugin = Path(engine_library).with_name("libperseus_mpi_mpich.so")
+    if not plugin.is_file():
+        pytest.fail("no {}: build the engine with MPICH's headers (apt-get install libmpich-dev)".format(plugin))
+    env = base_env(engine_library, {"PERSEUS_ALLREDUCE_DTYPE": "0", "TEST_OP": "average"})
+    proc = subprocess.run(["mpirun.mpich", "-np", str(np), sys.executable, str(WORKER), "allreduce"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = sorted((json.JSONDecoder().raw_decode(l[len("REPORT "):])[0] for l in proc.stdout.splitlines()
+                    if l.startswith("REPORT ")), key=lambda r: r["rank"])
+    assert [r["rank"] for r in found] == list(range(np))
+    want = sum(float(q + 1) * 10 for q in range(np)) / (10 * np)  # fp16 on the wire: the 0.0001 is gone
+    for r in found:
+        assert r["info"]["size"] == np and r["info"]["intra_fp16"] == 1
+        assert r["results"]["t/small"][0] == pytest.approx(want, abs=1e-6)
 
 
 def test_perseusrun_mpi_mode(engine_library):

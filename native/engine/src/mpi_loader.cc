@@ -48,14 +48,11 @@ void options_from_mpi(perseus_engine_options* o) {
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    if (kind == "mpich") {
-      throw unsupported("the MPICH bootstrap plugin (" + path + "): this build ships the Open MPI one only; set "
-                        "MASTER_ADDR and PERSEUS_MASTER_PORT, or use Open MPI's mpirun (" + (why ? why : "") + ")");
-    }
     throw EngineError(PERSEUS_ENGINE_INVALID_ARGUMENT,
                       "perseus engine: cannot load the MPI bootstrap plugin " + path + ": " + (why ? why : "") +
-                          ". It needs the " + kind + " runtime library (Debian: libopenmpi3); or set MASTER_ADDR "
-                          "and PERSEUS_MASTER_PORT instead");
+                          ". A plugin exists for each MPI whose headers were there at build time (Debian: libopenmpi-dev, "
+                          "libmpich-dev) and needs that MPI's runtime library (libopenmpi3, libmpich12); or set "
+                          "MASTER_ADDR and PERSEUS_MASTER_PORT instead");
   }
   auto fn = reinterpret_cast<perseus_mpi_bootstrap_fn>(dlsym(handle, "perseus_mpi_bootstrap"));
   if (fn == nullptr) {

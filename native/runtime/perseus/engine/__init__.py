@@ -12,8 +12,10 @@ Every rank must submit collectives of the same name, kind, dtype and shape; the 
 The library is found through PERSEUS_ENGINE_LIBRARY or the packaged copy (see _library.py).
 """
 
+import atexit
 import ctypes
 import os
+import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _buffers, _library
@@ -74,6 +76,20 @@ def _shape_array(shape: Sequence[int]) -> Any:
     if len(shape) > _library.MAX_DIMS:
         raise ValueError("at most {} dimensions".format(_library.MAX_DIMS))
     return (ctypes.c_int64 * max(1, len(shape)))(*shape)
+
+
+_LIVE = weakref.WeakSet()  # type: weakref.WeakSet
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Engines a script never closed are shut down at exit (every rank does it: a collective shutdown), so
+    peers see an orderly end rather than a lost connection; errors at this point are not raised."""
+    for eng in list(_LIVE):
+        try:
+            eng.close()
+        except EngineError:
+            pass
 
 
 class Handle:
@@ -161,6 +177,7 @@ class Engine:
         handle = ctypes.c_void_p()
         _check(self._lib, self._lib.perseus_engine_create(ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle  # type: Optional[ctypes.c_void_p]
+        _LIVE.add(self)
         info = self.info()
         self.rank, self.size = info["rank"], info["size"]
 
