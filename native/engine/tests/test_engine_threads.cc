@@ -2,6 +2,7 @@
 // Gloo groups, negotiation). The multi-process runs are tests/engine (pytest).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <thread>
@@ -128,17 +129,32 @@ TEST(EngineThreads, ShapeMismatchFailsOnEveryRankWithTheSameMessage) {
 }
 
 TEST(EngineThreads, DuplicateNameInFlightIsRefused) {
-  run_ranks(1, 1, [](Engine& e, int) {
+  std::atomic<bool> refused{false};
+  run_ranks(2, 1, [&](Engine& e, int rank) {
     std::vector<float> x(4, 1.0f);
-    // a one-rank job still negotiates; hold the name by submitting twice before a cycle can finish
-    int64_t h = e.submit(allreduce("dup", 4, PERSEUS_ENGINE_SUM), x.data(), nullptr);
-    try {
-      e.submit(allreduce("dup", 4, PERSEUS_ENGINE_SUM), x.data(), nullptr);
-      // the first may have completed already: then the name is free again and this is legal
-    } catch (const EngineError& err) {
-      EXPECT_EQ(err.status(), PERSEUS_ENGINE_INVALID_ARGUMENT);
-      EXPECT_NE(std::string(err.what()).find("already in flight"), std::string::npos);
+    if (rank == 0) {
+      // rank 1 has not submitted "dup" yet, so it stays in flight here
+      int64_t h = e.submit(allreduce("dup", 4, PERSEUS_ENGINE_SUM), x.data(), nullptr);
+      try {
+        e.submit(allreduce("dup", 4, PERSEUS_ENGINE_SUM), x.data(), nullptr);
+      } catch (const EngineError& err) {
+        EXPECT_EQ(err.status(), PERSEUS_ENGINE_INVALID_ARGUMENT);
+        EXPECT_NE(std::string(err.what()).find("already in flight"), std::string::npos) << err.what();
+        refused = true;
+      }
+      std::vector<float> go(1, 0.0f);
+      int64_t g = e.submit(allreduce("go", 1, PERSEUS_ENGINE_SUM), go.data(), nullptr);  // lets rank 1 go on
+      wait(e, g);
+      wait(e, h);
+      EXPECT_EQ(e.find(h)->status, PERSEUS_ENGINE_OK) << e.find(h)->error;
+    } else {
+      std::vector<float> go(1, 0.0f);
+      int64_t g = e.submit(allreduce("go", 1, PERSEUS_ENGINE_SUM), go.data(), nullptr);
+      wait(e, g);
+      int64_t h = e.submit(allreduce("dup", 4, PERSEUS_ENGINE_SUM), x.data(), nullptr);
+      wait(e, h);
     }
-    wait(e, h);
+    EXPECT_EQ(x[0], 2.0f);
   });
+  EXPECT_TRUE(refused.load());
 }
