@@ -171,10 +171,17 @@ def test_lost_rank_ends_rank0_within_gloo_timeout(engine_library, how):
 
 
 def test_killed_rank_ends_the_perseusrun_job_nonzero(engine_library):
+    import psutil
+
+    token = "lost_rank-" + str(time.monotonic_ns())  # marks this job's ranks on their command lines
     start = time.monotonic()
-    proc = perseusrun(engine_library, 2, "lost_rank", env={"GLOO_TIMEOUT_SECONDS": "5", "TEST_SIGNAL": "KILL"})
+    proc = perseusrun(engine_library, 2, "lost_rank", env={"GLOO_TIMEOUT_SECONDS": "5", "TEST_SIGNAL": "KILL",
+                                                            "TEST_TOKEN": token})
     assert proc.returncode != 0
     assert time.monotonic() - start < 60
+    left = [p for p in psutil.process_iter(["environ", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and (p.info["environ"] or {}).get("TEST_TOKEN") == token]
+    assert left == [], "processes left behind: {}".format(left)
 
 
 def test_fp16_bf16_buffers_summed_in_gloo(engine_library):
