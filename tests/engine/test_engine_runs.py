@@ -51,15 +51,17 @@ def value(rank, i):
     return f32(float(rank + 1) + 0.0001 + float(i % 4))
 
 
-@pytest.mark.parametrize("np,dtype,op", [(2, 0, "average"), (2, 1, "sum"), (4, 0, "sum"), (4, 1, "average")])
-def test_allreduce_one_level(engine_library, np, dtype, op):
-    proc = perseusrun(engine_library, np, "allreduce", env={"PERSEUS_ALLREDUCE_DTYPE": str(dtype), "TEST_OP": op})
+@pytest.mark.parametrize("np,dtype,op,streams", [(2, 0, "average", 1), (2, 1, "sum", 1), (4, 0, "sum", 1),
+                                                 (4, 1, "average", 1), (4, 0, "average", 4)])
+def test_allreduce_one_level(engine_library, np, dtype, op, streams):
+    proc = perseusrun(engine_library, np, "allreduce", env={"PERSEUS_ALLREDUCE_DTYPE": str(dtype), "TEST_OP": op,
+                                                            "PERSEUS_ALLREDUCE_STREAMS": str(streams)})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     found = reports(proc.stdout)
     assert [r["rank"] for r in found] == list(range(np))
     for r in found:
         info = r["info"]
-        assert (info["size"], info["hierarchical"]) == (np, 0)
+        assert (info["size"], info["hierarchical"], info["streams"]) == (np, 0, streams)
         assert info["intra_fp16"] == info["inter_fp16"] == (1 if dtype == 0 else 0)
         for name, got in r["results"].items():
             n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
