@@ -21,53 +21,13 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from netns import ADDRESSES, Link, tx_bytes  # noqa: E402  (the shared netns harness)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [REPO_ROOT / "native" / "runtime", REPO_ROOT / "native" / "bindings" / "torch"]
 VARIANTS = ("plain", "torch_fp16_hook", "perseus")
 WIRE = "fp16_allreduce_alone"  # the model's gradients as ONE fp16 allreduce, no compute: the wire's floor
-ADDRESSES = ("10.77.0.1", "10.77.0.2")
-
-
-# ---- the two namespaces -----------------------------------------------------------------------
-
-class Link:
-    """Two namespaces, a veth pair between them renamed eth0 on both sides, each side shaped by tbf."""
-
-    def __init__(self, rate: str) -> None:
-        tag = str(os.getpid())
-        self.namespaces = ("perseus-bench-a-" + tag, "perseus-bench-b-" + tag)
-        self.veths = ("pba" + tag[-8:], "pbb" + tag[-8:])
-        self.rate = rate
-
-    def __enter__(self) -> "Link":
-        try:
-            for ns in self.namespaces:
-                _ip("netns", "add", ns)
-            _ip("link", "add", self.veths[0], "type", "veth", "peer", "name", self.veths[1])
-            for ns, veth, address in zip(self.namespaces, self.veths, ADDRESSES):
-                _ip("link", "set", veth, "netns", ns)
-                _in(ns, "ip", "link", "set", veth, "name", "eth0")
-                _in(ns, "ip", "addr", "add", address + "/24", "dev", "eth0")
-                _in(ns, "ip", "link", "set", "eth0", "up")
-                _in(ns, "ip", "link", "set", "lo", "up")
-                _in(ns, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", self.rate, "burst", "256kb",
-                    "latency", "50ms")
-        except BaseException:
-            self.__exit__(None, None, None)
-            raise
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        for ns in self.namespaces:  # deleting a namespace deletes the veth end inside it (and its peer)
-            subprocess.run(["ip", "netns", "del", ns], stderr=subprocess.DEVNULL, check=False)
-
-
-def _ip(*args: str) -> None:
-    subprocess.run(["ip"] + list(args), check=True)
-
-
-def _in(ns: str, *args: str) -> None:
-    subprocess.run(["ip", "netns", "exec", ns] + list(args), check=True)
 
 
 # ---- a rank ---------------------------------------------------------------------------------------
@@ -125,7 +85,7 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     sent_before = 0
     for step in range(warmup + steps):
         if step == warmup:
-            sent_before = _tx_bytes()
+            sent_before = tx_bytes()
         g = torch.Generator().manual_seed(1000 * step + rank)
         x = torch.randn(batch, 1024, generator=g)
         y = (x @ teacher).argmax(dim=1)
@@ -144,7 +104,7 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
             phases["forward"].append(forward_end - start)
             phases["backward"].append(backward_end - forward_end)
             phases["optimizer"].append(end - backward_end)
-    sent_per_step = (_tx_bytes() - sent_before) / max(1, steps)
+    sent_per_step = (tx_bytes() - sent_before) / max(1, steps)
     state = getattr(ddp, "_perseus_state", None)
     streams = state.engine.tuner.describe() if state is not None else None
     numel = sum(p.numel() for p in model.parameters())
@@ -152,11 +112,6 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
         print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel,
                           "sent_per_step": sent_per_step, "phases": phases, "streams": streams}), flush=True)
     dist.destroy_process_group()
-
-
-def _tx_bytes() -> int:
-    """Bytes this namespace's eth0 has sent (`ip netns exec` mounts the namespace's own /sys)."""
-    return int(Path("/sys/class/net/eth0/statistics/tx_bytes").read_text())
 
 
 def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -> Dict[str, object]:

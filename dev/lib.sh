@@ -57,15 +57,23 @@ bootstrap_tool() {  # the build tool and its test dependencies in .venv
   "$VENV/bin/python" -m pip install -q -e "$REPO_ROOT[test]"
 }
 
-native_core_ctest() {  # configure + build native/ (CUDA kernels when nvcc is there) and run ctest
-  apt_install libgtest-dev
+gloo_recipe() {  # Gloo from Debian's source by recipes/gloo/build.sh (cached in .cache/gloo); prefix in .cache/gloo/prefix
+  apt_install cmake ninja-build g++ xz-utils patch debian-archive-keyring
+  mkdir -p "$REPO_ROOT/.cache/gloo"
+  bash "$REPO_ROOT/recipes/gloo/build.sh" "$REPO_ROOT/.cache/gloo/prefix" >/dev/null
+}
+
+native_core_ctest() {  # configure + build native/ (core + engine; CUDA kernels when nvcc is there) and run ctest
+  apt_install libgtest-dev libopenmpi-dev libmpich-dev mpich  # MPI headers: the engine's bootstrap plugins
+  gloo_recipe  # cached after the first build: a fraction of a second
+  local engine_args=(-DPERSEUS_WITH_ENGINE=ON "-DPERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")")
   local cuda_args=(-DPERSEUS_WITH_CUDA=OFF)
   if [ -x /usr/local/cuda/bin/nvcc ]; then
     # CI compiles two architectures; -DPERSEUS_CUDA_ARCHITECTURES=full builds sm_75 .. sm_120
     cuda_args=(-DPERSEUS_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc
                "-DPERSEUS_CUDA_ARCHITECTURES=${PERSEUS_CUDA_ARCHITECTURES:-75-real;90}")
   fi
-  cmake -S "$REPO_ROOT/native" -B "$REPO_ROOT/native/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" >/dev/null
+  cmake -S "$REPO_ROOT/native" -B "$REPO_ROOT/native/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "${engine_args[@]}" >/dev/null
   cmake --build "$REPO_ROOT/native/build" -j2
   ctest --test-dir "$REPO_ROOT/native/build" -j2 --output-on-failure
 }

@@ -4,6 +4,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
 stage bootstrap bootstrap_tool
+stage gloo gloo_recipe
 stage native-core native_core_ctest
 stage torch-binding torch_binding
 stage launch-test-deps bash tests/run/install_test_deps.sh

@@ -1,0 +1,156 @@
+/* perseus/engine.h: the C ABI of the AIACC-Training (Perseus) communication engine.
+ *
+ * One engine for every framework: no framework header, host buffers in and out, its own threads.
+ * Transport: Gloo's TCP transport (statically linked, hidden). Rendezvous: a TCP key-value store
+ * served by rank 0 (or by a launcher) at master_addr:master_port.
+ *
+ * Usage: perseus_engine_options_init() -> fill rank/size/local/node/master numbers (the Python
+ * handle takes them from perseus.launch.detect()) -> perseus_engine_options_from_env() for the
+ * PERSEUS_* wire policy and GLOO_TIMEOUT_SECONDS -> perseus_engine_create(). Submit collectives by
+ * name; every rank must submit a collective of the same name, kind, dtype and shape (first
+ * dimension free for allgather); ranks may submit them in different orders: a background thread
+ * agrees the order with the other ranks each cycle. A submitted buffer must stay alive and untouched
+ * until perseus_engine_wait() returns for its handle.
+ *
+ * Errors: every function returns a perseus_engine_status; perseus_engine_last_error() then holds a
+ * message for this thread naming the problem and the fix. A collective that fails on one rank
+ * because the ranks disagree fails with the same message on every rank.
+ */
+#ifndef PERSEUS_ENGINE_H
+#define PERSEUS_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define PERSEUS_ENGINE_API __attribute__((visibility("default")))
+#else
+#define PERSEUS_ENGINE_API
+#endif
+
+#define PERSEUS_ENGINE_ABI_VERSION 1
+
+typedef enum perseus_engine_status {
+  PERSEUS_ENGINE_OK = 0,
+  PERSEUS_ENGINE_INVALID_ARGUMENT = 1, /* a bad value from the caller */
+  PERSEUS_ENGINE_UNSUPPORTED = 2,      /* not supported by this engine (the message says what) */
+  PERSEUS_ENGINE_COMMUNICATION = 3,    /* a peer was lost, a timeout, a rendezvous failure */
+  PERSEUS_ENGINE_MISMATCH = 4,         /* the ranks submitted different collectives under one name */
+  PERSEUS_ENGINE_NONFINITE = 5,        /* PERSEUS_ALLREDUCE_NANCHECK found inf/NaN in a result */
+  PERSEUS_ENGINE_SHUT_DOWN = 6,        /* the engine (here or on another rank) was shut down */
+  PERSEUS_ENGINE_PENDING = 7           /* perseus_engine_poll: not done yet */
+} perseus_engine_status;
+
+typedef enum perseus_engine_dtype {
+  PERSEUS_ENGINE_FLOAT32 = 0,
+  PERSEUS_ENGINE_FLOAT16 = 1,
+  PERSEUS_ENGINE_BFLOAT16 = 2,
+  PERSEUS_ENGINE_FLOAT64 = 3,
+  PERSEUS_ENGINE_INT32 = 4,
+  PERSEUS_ENGINE_INT64 = 5,
+  PERSEUS_ENGINE_UINT8 = 6
+} perseus_engine_dtype;
+
+typedef enum perseus_engine_reduce_op {
+  PERSEUS_ENGINE_SUM = 0,
+  PERSEUS_ENGINE_AVERAGE = 1 /* floating-point dtypes only */
+} perseus_engine_reduce_op;
+
+#define PERSEUS_ENGINE_MAX_DIMS 8
+
+typedef struct perseus_engine_options {
+  /* Who this process is (from the launcher; perseus.launch.detect() on the Python side). */
+  int rank, size, local_rank, local_size;
+  int node_rank; /* ranks with equal node_rank form a node (two-level allreduce) */
+  char master_addr[256];
+  int master_port;   /* the rendezvous store's port (PERSEUS_MASTER_PORT) */
+  int serve_store;   /* 1: this process serves the store (default: rank 0); 0: a launcher serves it */
+  /* Wire policy for fp32 allreduce (PERSEUS_ALLREDUCE_DTYPE / _MODE / _GRADIENT_SCALE). */
+  int wire_dtype;       /* 0: fp16 with the gradient scale, 1: fp32, 2: fp32 in a node, fp16 between */
+  int mode;             /* -1: automatic, 0: one level, 1: two levels (node, then node leaders) */
+  float gradient_scale; /* > 0, applied before fp16 compression and removed after */
+  int streams;          /* >= 1: Gloo contexts that carry collectives concurrently */
+  int fusion;           /* PERSEUS_ALLREDUCE_FUSION: -1 automatic, 0 none, 1..128 granularity */
+  int nancheck;         /* 1: a non-finite allreduce result fails with PERSEUS_ENGINE_NONFINITE */
+  int timeout_seconds;  /* GLOO_TIMEOUT_SECONDS: rendezvous and every collective */
+  double cycle_ms;      /* negotiation cycle (PERSEUS_CYCLE_TIME_MS), default 1 */
+  char iface[64];       /* PERSEUS_GLOO_NETWORK_INTERFACE / GLOO_SOCKET_IFNAME; "" = by address */
+  char hostname[256];   /* address this rank's Gloo pairs listen on when iface is ""; "" = automatic */
+} perseus_engine_options;
+
+typedef struct perseus_engine_info {
+  int rank, size, local_rank, local_size, node, num_nodes, streams;
+  int hierarchical;   /* fp32 allreduce runs on two levels */
+  int intra_fp16;     /* fp16 on the wire inside a node (or on the one level) */
+  int inter_fp16;     /* fp16 on the wire between node leaders (or on the one level) */
+  uint64_t collectives;      /* Gloo collectives this rank issued (negotiation excluded) */
+  uint64_t fused_groups;     /* allreduce groups that carried more than one tensor */
+  uint64_t negotiation_cycles;
+} perseus_engine_info;
+
+typedef struct perseus_engine perseus_engine;
+typedef int64_t perseus_engine_handle;
+
+PERSEUS_ENGINE_API int perseus_engine_abi_version(void);
+PERSEUS_ENGINE_API const char* perseus_engine_last_error(void);
+PERSEUS_ENGINE_API const char* perseus_engine_status_string(perseus_engine_status status);
+
+/* Defaults: rank 0 of 1, master 127.0.0.1, wire dtype 0, automatic mode, scale 10, 1 stream,
+ * automatic fusion, timeout 60 s. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_engine_options* options);
+/* Reads PERSEUS_ALLREDUCE_DTYPE, _MODE, _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK,
+ * PERSEUS_CYCLE_TIME_MS, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
+ * GLOO_SOCKET_IFNAME); a bad value fails naming the variable and what it accepts. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options);
+
+/* Under a plain mpirun (no MASTER_ADDR): rank, size, local rank/size, node rank, rank 0's address and a
+ * free port, agreed through MPI by the bootstrap plugin of the MPI that started the job
+ * (libperseus_mpi_openmpi.so beside the engine library, or PERSEUS_MPI_BOOTSTRAP_LIBRARY). Collective:
+ * every rank calls it. MPI is initialised if needed and then finalised at exit. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_mpi(perseus_engine_options* options);
+
+/* Rendezvous with the other ranks and connect every Gloo context; blocks up to timeout_seconds. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_create(const perseus_engine_options* options,
+                                                               perseus_engine** engine);
+/* Shuts the engine down on every rank (collectives not yet agreed fail with PERSEUS_ENGINE_SHUT_DOWN),
+ * joins its threads and frees it. Returns the first communication error seen, if any. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_destroy(perseus_engine* engine);
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_info_get(perseus_engine* engine,
+                                                                 perseus_engine_info* info);
+
+/* In place: buffer holds this rank's tensor and receives the reduced one. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allreduce(
+    perseus_engine* engine, const char* name, void* buffer, perseus_engine_dtype dtype, int ndim,
+    const int64_t* shape, perseus_engine_reduce_op op, perseus_engine_handle* handle);
+/* In place: root's buffer is copied into every rank's. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_broadcast(
+    perseus_engine* engine, const char* name, void* buffer, perseus_engine_dtype dtype, int ndim,
+    const int64_t* shape, int root, perseus_engine_handle* handle);
+/* Concatenates every rank's tensor along the first dimension (sizes may differ by rank); the result
+ * is held by the engine: read it with perseus_engine_allgather_result() after the wait. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allgather(
+    perseus_engine* engine, const char* name, const void* buffer, perseus_engine_dtype dtype, int ndim,
+    const int64_t* shape, perseus_engine_handle* handle);
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_barrier(perseus_engine* engine, const char* name,
+                                                                perseus_engine_handle* handle);
+
+/* PERSEUS_ENGINE_PENDING until the collective completed (OK) or failed (its error). */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_poll(perseus_engine* engine, perseus_engine_handle handle);
+/* Blocks until the collective completed or failed. The handle stays valid until released. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_wait(perseus_engine* engine, perseus_engine_handle handle);
+/* After a successful wait of an allgather: first_dims[size] receives each rank's first dimension,
+ * out (out_bytes, at least the total) the concatenation. Either may be NULL (then only
+ * *total_bytes is written). */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allgather_result(
+    perseus_engine* engine, perseus_engine_handle handle, int64_t* first_dims, void* out, uint64_t out_bytes,
+    uint64_t* total_bytes);
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_release(perseus_engine* engine, perseus_engine_handle handle);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PERSEUS_ENGINE_H */

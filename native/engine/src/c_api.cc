@@ -1,0 +1,261 @@
+// The C ABI (perseus/engine.h) over the C++ engine: argument checks, exceptions -> status + message.
+#include <cstring>
+#include <string>
+
+#include "engine.h"
+#include "errors.h"
+#include "mpi_loader.h"
+#include "options.h"
+#include "perseus/engine.h"
+
+using perseus::engine::Engine;
+using perseus::engine::EngineError;
+using perseus::engine::invalid_argument;
+using perseus::engine::Kind;
+using perseus::engine::Request;
+
+struct perseus_engine {
+  Engine engine;
+  explicit perseus_engine(const perseus_engine_options& o) : engine(o) {}
+};
+
+namespace {
+
+thread_local std::string g_last_error;
+
+perseus_engine_status fail(perseus_engine_status s, const std::string& message) {
+  g_last_error = message;
+  return s;
+}
+
+template <typename F>
+perseus_engine_status guarded(F&& f) {
+  try {
+    f();
+    g_last_error.clear();
+    return PERSEUS_ENGINE_OK;
+  } catch (const EngineError& e) {
+    return fail(e.status(), e.what());
+  } catch (const std::bad_alloc&) {
+    return fail(PERSEUS_ENGINE_INVALID_ARGUMENT, "perseus engine: out of memory");
+  } catch (const std::exception& e) {
+    return fail(PERSEUS_ENGINE_COMMUNICATION, std::string("perseus engine: ") + e.what());
+  }
+}
+
+void need(const void* p, const char* what) {
+  if (p == nullptr) throw invalid_argument(std::string("perseus engine: ") + what + " is NULL");
+}
+
+Request make_request(const char* name, Kind kind, int dtype, int ndim, const int64_t* shape) {
+  need(name, "name");
+  if (name[0] == '\0') throw invalid_argument("perseus engine: a collective needs a non-empty name");
+  Request r;
+  r.name = name;
+  r.kind = kind;
+  r.dtype = dtype;
+  if (kind == Kind::kBarrier) return r;
+  if (dtype < 0 || dtype > PERSEUS_ENGINE_UINT8) {
+    throw invalid_argument("perseus engine: '" + r.name + "': unknown dtype " + std::to_string(dtype));
+  }
+  if (ndim < 0 || ndim > PERSEUS_ENGINE_MAX_DIMS) {
+    throw invalid_argument("perseus engine: '" + r.name + "': ndim " + std::to_string(ndim) + " is outside 0.." +
+                           std::to_string(PERSEUS_ENGINE_MAX_DIMS));
+  }
+  if (ndim > 0) need(shape, "shape");
+  for (int i = 0; i < ndim; ++i) {
+    if (shape[i] < 0) throw invalid_argument("perseus engine: '" + r.name + "': negative dimension in its shape");
+    r.shape.push_back(shape[i]);
+  }
+  return r;
+}
+
+void check_engine(perseus_engine* e) { need(e, "engine"); }
+
+}  // namespace
+
+extern "C" {
+
+int perseus_engine_abi_version(void) { return PERSEUS_ENGINE_ABI_VERSION; }
+
+const char* perseus_engine_last_error(void) { return g_last_error.c_str(); }
+
+const char* perseus_engine_status_string(perseus_engine_status status) {
+  switch (status) {
+    case PERSEUS_ENGINE_OK: return "ok";
+    case PERSEUS_ENGINE_INVALID_ARGUMENT: return "invalid argument";
+    case PERSEUS_ENGINE_UNSUPPORTED: return "not supported";
+    case PERSEUS_ENGINE_COMMUNICATION: return "communication failure";
+    case PERSEUS_ENGINE_MISMATCH: return "collective mismatch across ranks";
+    case PERSEUS_ENGINE_NONFINITE: return "non-finite result";
+    case PERSEUS_ENGINE_SHUT_DOWN: return "engine shut down";
+    case PERSEUS_ENGINE_PENDING: return "pending";
+  }
+  return "unknown status";
+}
+
+perseus_engine_status perseus_engine_options_init(perseus_engine_options* options) {
+  return guarded([&] {
+    need(options, "options");
+    perseus::engine::default_options(options);
+  });
+}
+
+perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options) {
+  return guarded([&] {
+    need(options, "options");
+    perseus::engine::options_from_env(options);
+  });
+}
+
+perseus_engine_status perseus_engine_options_from_mpi(perseus_engine_options* options) {
+  return guarded([&] {
+    need(options, "options");
+    perseus::engine::options_from_mpi(options);
+  });
+}
+
+perseus_engine_status perseus_engine_create(const perseus_engine_options* options, perseus_engine** engine) {
+  return guarded([&] {
+    need(options, "options");
+    need(engine, "engine (output)");
+    perseus::engine::validate_options(*options);
+    *engine = new perseus_engine(*options);
+  });
+}
+
+perseus_engine_status perseus_engine_destroy(perseus_engine* engine) {
+  if (engine == nullptr) return PERSEUS_ENGINE_OK;
+  std::string failure;
+  perseus_engine_status s = guarded([&] {
+    engine->engine.shutdown();
+    failure = engine->engine.failure();
+  });
+  delete engine;
+  if (s == PERSEUS_ENGINE_OK && !failure.empty()) return fail(PERSEUS_ENGINE_COMMUNICATION, "perseus engine: " + failure);
+  return s;
+}
+
+perseus_engine_status perseus_engine_info_get(perseus_engine* engine, perseus_engine_info* info) {
+  return guarded([&] {
+    check_engine(engine);
+    need(info, "info");
+    *info = engine->engine.info();
+  });
+}
+
+perseus_engine_status perseus_engine_allreduce(perseus_engine* engine, const char* name, void* buffer,
+                                               perseus_engine_dtype dtype, int ndim, const int64_t* shape,
+                                               perseus_engine_reduce_op op, perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    Request r = make_request(name, Kind::kAllreduce, dtype, ndim, shape);
+    if (op != PERSEUS_ENGINE_SUM && op != PERSEUS_ENGINE_AVERAGE) {
+      throw invalid_argument("perseus engine: '" + r.name + "': reduce op must be sum (0) or average (1)");
+    }
+    if (op == PERSEUS_ENGINE_AVERAGE && (dtype == PERSEUS_ENGINE_INT32 || dtype == PERSEUS_ENGINE_INT64 ||
+                                         dtype == PERSEUS_ENGINE_UINT8)) {
+      throw perseus::engine::unsupported("average of integer tensors ('" + r.name + "'): use sum and divide");
+    }
+    r.op = op;
+    if (perseus::engine::numel(r.shape) > 0) need(buffer, "buffer");
+    *handle = engine->engine.submit(std::move(r), buffer, nullptr);
+  });
+}
+
+perseus_engine_status perseus_engine_broadcast(perseus_engine* engine, const char* name, void* buffer,
+                                               perseus_engine_dtype dtype, int ndim, const int64_t* shape, int root,
+                                               perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    Request r = make_request(name, Kind::kBroadcast, dtype, ndim, shape);
+    auto info = engine->engine.info();
+    if (root < 0 || root >= info.size) {
+      throw invalid_argument("perseus engine: broadcast '" + r.name + "': root " + std::to_string(root) +
+                             " is not a rank of this job (0.." + std::to_string(info.size - 1) + ")");
+    }
+    r.root = root;
+    if (perseus::engine::numel(r.shape) > 0) need(buffer, "buffer");
+    *handle = engine->engine.submit(std::move(r), buffer, nullptr);
+  });
+}
+
+perseus_engine_status perseus_engine_allgather(perseus_engine* engine, const char* name, const void* buffer,
+                                               perseus_engine_dtype dtype, int ndim, const int64_t* shape,
+                                               perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    if (ndim < 1) throw invalid_argument("perseus engine: allgather needs a tensor of at least one dimension");
+    Request r = make_request(name, Kind::kAllgather, dtype, ndim, shape);
+    if (perseus::engine::numel(r.shape) > 0) need(buffer, "buffer");
+    *handle = engine->engine.submit(std::move(r), nullptr, buffer);
+  });
+}
+
+perseus_engine_status perseus_engine_barrier(perseus_engine* engine, const char* name, perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    *handle = engine->engine.submit(make_request(name, Kind::kBarrier, 0, 0, nullptr), nullptr, nullptr);
+  });
+}
+
+perseus_engine_status perseus_engine_poll(perseus_engine* engine, perseus_engine_handle handle) {
+  perseus_engine_status result = PERSEUS_ENGINE_OK;
+  perseus_engine_status s = guarded([&] {
+    check_engine(engine);
+    auto op = engine->engine.find(handle);
+    std::lock_guard<std::mutex> lock(op->mu);
+    if (!op->done) {
+      result = PERSEUS_ENGINE_PENDING;
+    } else if (op->status != PERSEUS_ENGINE_OK) {
+      throw EngineError(op->status, op->error);
+    }
+  });
+  return s != PERSEUS_ENGINE_OK ? s : result;
+}
+
+perseus_engine_status perseus_engine_wait(perseus_engine* engine, perseus_engine_handle handle) {
+  return guarded([&] {
+    check_engine(engine);
+    auto op = engine->engine.find(handle);
+    std::unique_lock<std::mutex> lock(op->mu);
+    op->cv.wait(lock, [&] { return op->done; });
+    if (op->status != PERSEUS_ENGINE_OK) throw EngineError(op->status, op->error);
+  });
+}
+
+perseus_engine_status perseus_engine_allgather_result(perseus_engine* engine, perseus_engine_handle handle,
+                                                      int64_t* first_dims, void* out, uint64_t out_bytes,
+                                                      uint64_t* total_bytes) {
+  return guarded([&] {
+    check_engine(engine);
+    auto op = engine->engine.find(handle);
+    std::lock_guard<std::mutex> lock(op->mu);
+    if (op->request.kind != Kind::kAllgather) throw invalid_argument("perseus engine: handle is not an allgather");
+    if (!op->done || op->status != PERSEUS_ENGINE_OK) {
+      throw invalid_argument("perseus engine: allgather '" + op->request.name + "' has no result: wait for it first");
+    }
+    if (total_bytes != nullptr) *total_bytes = op->gathered.size();
+    if (first_dims != nullptr) std::memcpy(first_dims, op->first_dims.data(), op->first_dims.size() * sizeof(int64_t));
+    if (out != nullptr) {
+      if (out_bytes < op->gathered.size()) {
+        throw invalid_argument("perseus engine: allgather '" + op->request.name + "' needs " +
+                               std::to_string(op->gathered.size()) + " output bytes, got " + std::to_string(out_bytes));
+      }
+      std::memcpy(out, op->gathered.data(), op->gathered.size());
+    }
+  });
+}
+
+perseus_engine_status perseus_engine_release(perseus_engine* engine, perseus_engine_handle handle) {
+  return guarded([&] {
+    check_engine(engine);
+    engine->engine.release(handle);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,114 @@
+// The engine: rendezvous, the Gloo groups of every stream, the negotiation thread that agrees the
+// order of collectives across ranks each cycle, and one worker thread per stream that runs them.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "group.h"
+#include "negotiation.h"
+#include "plan.h"
+#include "perseus/engine.h"
+#include "tcp_store.h"
+#include "wire.h"
+
+namespace perseus::engine {
+
+// One submitted collective.
+struct Op {
+  Request request;
+  void* data = nullptr;        // allreduce/broadcast: in place
+  const void* input = nullptr; // allgather
+  // completion
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  perseus_engine_status status = PERSEUS_ENGINE_OK;
+  std::string error;
+  std::atomic<int> parts_left{1};  // fused slices still running
+  // allgather result
+  std::vector<int64_t> first_dims;
+  std::vector<char> gathered;
+
+  void finish(perseus_engine_status s, const std::string& message);  // first failure wins
+  void part_done(perseus_engine_status s, const std::string& message);
+};
+
+class Engine {
+ public:
+  explicit Engine(const perseus_engine_options& options);
+  ~Engine();  // shutdown() then join
+
+  int64_t submit(Request request, void* data, const void* input);
+  std::shared_ptr<Op> find(int64_t handle);
+  void release(int64_t handle);
+  // Asks every rank to stop after the current cycle; joins the threads. Idempotent.
+  void shutdown();
+  perseus_engine_info info();
+  // The first communication failure ("" if none).
+  std::string failure();
+
+ private:
+  struct Stream {
+    StreamGroups groups;
+    std::thread thread;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::function<void()>> queue;
+    bool stop = false;
+    std::vector<uint16_t> half;   // scratch
+    std::vector<float> fusion;    // scratch
+  };
+
+  void rendezvous();
+  void negotiate_loop();
+  void dispatch(std::vector<Agreed>& ready);
+  void enqueue(std::function<void(Stream&)> task);
+  void stream_loop(Stream& s);
+  void run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>>& ops,
+                          const std::vector<Unit>& units, int reduce_op);
+  void run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed);
+  std::vector<std::string> stalled();  // rank 0: pending longer than the timeout
+  void apply_aborts(const std::vector<std::string>& names);
+  void fail_pending(perseus_engine_status status, const std::string& message);
+  void set_failure(const std::string& message);
+  std::string collective_error(const Request& r, const std::string& what) const;
+
+  perseus_engine_options options_;
+  int num_nodes_ = 1, node_ = 0, local_rank_ = 0, local_size_ = 1;
+  WirePolicy policy_;
+  std::unique_ptr<TcpStoreServer> server_;
+  std::unique_ptr<TcpStore> store_;
+  std::shared_ptr<gloo::transport::Device> device_;
+  std::unique_ptr<Group> control_;
+  std::vector<std::unique_ptr<Stream>> streams_;
+  size_t next_stream_ = 0;
+  Table table_;
+  std::map<std::string, std::chrono::steady_clock::time_point> first_seen_;  // rank 0: the stall clock
+
+  std::mutex mu_;  // guards everything below
+  std::condition_variable submitted_cv_;
+  std::vector<std::shared_ptr<Op>> submitted_;           // not yet announced
+  std::map<std::string, std::shared_ptr<Op>> announced_; // announced, not yet agreed
+  std::map<int64_t, std::shared_ptr<Op>> handles_;
+  std::map<std::string, int64_t> in_flight_names_;
+  int64_t next_handle_ = 1;
+  bool shutdown_requested_ = false;
+  bool stopped_ = false;
+  std::string failure_;
+
+  std::atomic<uint64_t> collectives_{0}, fused_groups_{0}, cycles_{0};
+  std::thread negotiator_;
+  bool joined_ = false;
+};
+
+}  // namespace perseus::engine

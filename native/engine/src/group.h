@@ -1,0 +1,52 @@
+// One Gloo context over a set of ranks (all ranks, a node, or the node leaders) and the collectives
+// the engine runs on it. Every call blocks until done or throws (gloo::IoException on a lost peer or a
+// timeout). Calls on one Group must come from one thread at a time, in the same order on its ranks.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace gloo {
+class Context;
+namespace rendezvous { class Store; }
+namespace transport { class Device; }
+}  // namespace gloo
+
+namespace perseus::engine {
+
+class Group {
+ public:
+  // Connects the members' full mesh through the store under `prefix`; rank/size are within the group.
+  Group(const std::string& prefix, int rank, int size, gloo::rendezvous::Store& store,
+        std::shared_ptr<gloo::transport::Device>& device, std::chrono::milliseconds timeout);
+  ~Group();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  const std::string& name() const { return prefix_; }
+
+  // In place sum of n elements of dtype (perseus_engine_dtype) over the group.
+  void allreduce_sum(void* data, uint64_t n, int dtype);
+  // In place sum into `root`'s buffer (other ranks' buffers are left unspecified).
+  void reduce_sum(void* data, uint64_t n, int dtype, int root);
+  void broadcast(void* data, uint64_t nbytes, int root);
+  // out receives each rank's bytes_per_rank[r] bytes back to back.
+  void allgatherv(const void* in, void* out, const std::vector<uint64_t>& bytes_per_rank);
+  void barrier();
+  // Allgather of one byte string per rank: one collective while every string fits a 1 KiB slot, two else.
+  std::vector<std::vector<char>> allgather_bytes(const std::vector<char>& mine);
+
+ private:
+  uint32_t next_tag() { return tag_++; }
+
+  std::string prefix_;
+  int rank_, size_;
+  std::shared_ptr<gloo::Context> context_;
+  std::chrono::milliseconds timeout_;
+  uint32_t tag_ = 0;
+};
+
+}  // namespace perseus::engine

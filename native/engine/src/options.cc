@@ -1,0 +1,124 @@
+#include "options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "errors.h"
+
+namespace perseus::engine {
+namespace {
+
+const char* env(const char* name) {
+  const char* v = std::getenv(name);
+  return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+long parse_int(const char* name, const char* text, long lo, long hi, const char* accepts) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
+    throw invalid_argument(std::string(name) + "='" + text + "' is not valid: it accepts " + accepts);
+  }
+  return v;
+}
+
+double parse_double(const char* name, const char* text, const char* accepts) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v) || v <= 0) {
+    throw invalid_argument(std::string(name) + "='" + text + "' is not valid: it accepts " + accepts);
+  }
+  return v;
+}
+
+void copy_text(char* dst, size_t cap, const char* src, const char* name) {
+  if (std::strlen(src) >= cap) {
+    throw invalid_argument(std::string(name) + " is longer than " + std::to_string(cap - 1) + " characters");
+  }
+  std::strncpy(dst, src, cap);
+}
+
+}  // namespace
+
+void default_options(perseus_engine_options* o) {
+  std::memset(o, 0, sizeof(*o));
+  o->rank = 0;
+  o->size = 1;
+  o->local_rank = 0;
+  o->local_size = 1;
+  o->node_rank = 0;
+  std::strcpy(o->master_addr, "127.0.0.1");
+  o->master_port = 0;
+  o->serve_store = -1;  // automatic: rank 0 serves
+  o->wire_dtype = 0;
+  o->mode = -1;
+  o->gradient_scale = 10.0f;
+  o->streams = 1;
+  o->fusion = -1;
+  o->nancheck = 0;
+  o->timeout_seconds = 60;
+  o->cycle_ms = 1.0;
+}
+
+void options_from_env(perseus_engine_options* o) {
+  if (const char* v = env("PERSEUS_ALLREDUCE_DTYPE")) {
+    o->wire_dtype = int(parse_int("PERSEUS_ALLREDUCE_DTYPE", v, 0, 2,
+                                  "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"));
+  }
+  if (const char* v = env("PERSEUS_ALLREDUCE_MODE")) {
+    o->mode = int(parse_int("PERSEUS_ALLREDUCE_MODE", v, 0, 1, "0 (one level) or 1 (two levels)"));
+  }
+  if (const char* v = env("PERSEUS_ALLREDUCE_GRADIENT_SCALE")) {
+    o->gradient_scale = float(parse_double("PERSEUS_ALLREDUCE_GRADIENT_SCALE", v, "a finite number > 0"));
+  }
+  if (const char* v = env("PERSEUS_ALLREDUCE_STREAMS")) {
+    o->streams = int(parse_int("PERSEUS_ALLREDUCE_STREAMS", v, 1, 16, "an integer 1..16"));
+  }
+  if (const char* v = env("PERSEUS_ALLREDUCE_FUSION")) {
+    o->fusion = int(parse_int("PERSEUS_ALLREDUCE_FUSION", v, 0, 128, "0 (no fusion) or a granularity 1..128"));
+  }
+  if (const char* v = env("PERSEUS_ALLREDUCE_NANCHECK")) {
+    o->nancheck = int(parse_int("PERSEUS_ALLREDUCE_NANCHECK", v, 0, 1, "0 or 1"));
+  }
+  if (const char* v = env("GLOO_TIMEOUT_SECONDS")) {
+    o->timeout_seconds = int(parse_int("GLOO_TIMEOUT_SECONDS", v, 1, 24L * 3600, "an integer number of seconds >= 1"));
+  }
+  if (const char* v = env("PERSEUS_CYCLE_TIME_MS")) {
+    o->cycle_ms = parse_double("PERSEUS_CYCLE_TIME_MS", v, "a number of milliseconds > 0");
+  }
+  const char* iface = env("PERSEUS_GLOO_NETWORK_INTERFACE");
+  if (iface == nullptr) iface = env("GLOO_SOCKET_IFNAME");
+  if (iface != nullptr) copy_text(o->iface, sizeof(o->iface), iface, "PERSEUS_GLOO_NETWORK_INTERFACE");
+}
+
+void validate_options(const perseus_engine_options& o) {
+  auto bad = [](const std::string& m) { throw invalid_argument("perseus engine options: " + m); };
+  if (o.size < 1) bad("size " + std::to_string(o.size) + " must be >= 1");
+  if (o.rank < 0 || o.rank >= o.size) bad("rank " + std::to_string(o.rank) + " is outside 0.." + std::to_string(o.size - 1));
+  if (o.local_size < 1 || o.local_rank < 0 || o.local_rank >= o.local_size) {
+    bad("local rank " + std::to_string(o.local_rank) + " / local size " + std::to_string(o.local_size) + " are inconsistent");
+  }
+  if (o.node_rank < 0) bad("node_rank must be >= 0");
+  if (o.size > 1 && (o.master_port < 1 || o.master_port > 65535)) {
+    bad("master_port " + std::to_string(o.master_port) + " is not a TCP port: set PERSEUS_MASTER_PORT (1..65535)");
+  }
+  if (std::strlen(o.master_addr) == 0 && o.size > 1) bad("master_addr is empty: set MASTER_ADDR");
+  if (o.wire_dtype < 0 || o.wire_dtype > 2) bad("wire_dtype must be 0, 1 or 2 (PERSEUS_ALLREDUCE_DTYPE)");
+  if (o.mode < -1 || o.mode > 1) bad("mode must be -1 (automatic), 0 or 1 (PERSEUS_ALLREDUCE_MODE)");
+  if (o.mode == 0 && o.wire_dtype == 2) {
+    bad("PERSEUS_ALLREDUCE_MODE=0 (one level) cannot be combined with PERSEUS_ALLREDUCE_DTYPE=2, which needs two "
+        "levels: unset PERSEUS_ALLREDUCE_MODE or set it to 1, or choose PERSEUS_ALLREDUCE_DTYPE 0 or 1");
+  }
+  if (!(o.gradient_scale > 0) || !std::isfinite(o.gradient_scale)) bad("gradient_scale must be finite and > 0");
+  if (o.streams < 1 || o.streams > 16) bad("streams must be 1..16 (PERSEUS_ALLREDUCE_STREAMS)");
+  if (o.fusion < -1 || o.fusion > 128) bad("fusion must be -1 (automatic), 0 or 1..128 (PERSEUS_ALLREDUCE_FUSION)");
+  if (o.timeout_seconds < 1) bad("timeout_seconds must be >= 1 (GLOO_TIMEOUT_SECONDS)");
+  if (!(o.cycle_ms > 0)) bad("cycle_ms must be > 0 (PERSEUS_CYCLE_TIME_MS)");
+  if (o.serve_store < -1 || o.serve_store > 1) bad("serve_store must be -1 (rank 0 serves), 0 or 1");
+}
+
+}  // namespace perseus::engine

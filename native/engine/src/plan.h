@@ -1,0 +1,26 @@
+// Fusion plan of one cycle's agreed fp32 allreduces (same reduce op): which tensors, or slices of
+// them, travel together in one collective. The core's planner (PERSEUS_ALLREDUCE_FUSION) decides the
+// groups; with automatic fusion a tensor above kPartitionBytes is cut into near-equal slices of at
+// most that size first (tensor partitioning, as the Python engine and BytePS do). A pure function of
+// the sizes: every rank computes the same plan.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace perseus::engine {
+
+constexpr uint64_t kPartitionBytes = uint64_t(4) << 20;  // also the automatic target group size
+
+struct Unit {
+  size_t tensor;    // index into the planned list
+  uint64_t offset;  // first element of the slice
+  uint64_t numel;   // elements in the slice
+};
+
+// fusion: -1 automatic, 0 none, 1..128 granularity (perseus_plan_buckets). Throws std::runtime_error
+// with the core's message when the planner refuses.
+std::vector<std::vector<Unit>> plan_fusion(const std::vector<uint64_t>& numels, size_t element_size, int fusion);
+
+}  // namespace perseus::engine

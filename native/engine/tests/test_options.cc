@@ -1,0 +1,77 @@
+// Options: defaults, the environment, validation messages that name the variable and the fix.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "errors.h"
+#include "options.h"
+
+using namespace perseus::engine;
+
+namespace {
+struct EnvGuard {
+  explicit EnvGuard(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvGuard() { unsetenv(name_); }
+  const char* name_;
+};
+
+std::string error_of(void (*f)(perseus_engine_options*), perseus_engine_options* o) {
+  try {
+    f(o);
+  } catch (const EngineError& e) {
+    EXPECT_EQ(e.status(), PERSEUS_ENGINE_INVALID_ARGUMENT);
+    return e.what();
+  }
+  return "";
+}
+}  // namespace
+
+TEST(Options, EnvironmentFillsThePolicy) {
+  perseus_engine_options o;
+  default_options(&o);
+  EXPECT_EQ(o.wire_dtype, 0);
+  EXPECT_EQ(o.timeout_seconds, 60);
+  EnvGuard a("PERSEUS_ALLREDUCE_DTYPE", "2"), b("GLOO_TIMEOUT_SECONDS", "7"), c("PERSEUS_ALLREDUCE_STREAMS", "3"),
+      d("GLOO_SOCKET_IFNAME", "eth9");
+  options_from_env(&o);
+  EXPECT_EQ(o.wire_dtype, 2);
+  EXPECT_EQ(o.timeout_seconds, 7);
+  EXPECT_EQ(o.streams, 3);
+  EXPECT_STREQ(o.iface, "eth9");
+}
+
+TEST(Options, BadValuesNameTheVariable) {
+  perseus_engine_options o;
+  default_options(&o);
+  {
+    EnvGuard g("PERSEUS_ALLREDUCE_DTYPE", "3");
+    std::string m = error_of(options_from_env, &o);
+    EXPECT_NE(m.find("PERSEUS_ALLREDUCE_DTYPE='3'"), std::string::npos) << m;
+  }
+  {
+    EnvGuard g("GLOO_TIMEOUT_SECONDS", "soon");
+    EXPECT_NE(error_of(options_from_env, &o).find("GLOO_TIMEOUT_SECONDS"), std::string::npos);
+  }
+}
+
+TEST(Options, ValidationRefusesInconsistentNumbers) {
+  perseus_engine_options o;
+  default_options(&o);
+  o.size = 2;
+  o.rank = 2;
+  try {
+    validate_options(o);
+    FAIL() << "rank 2 of 2 accepted";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 2 is outside 0..1"), std::string::npos) << e.what();
+  }
+  o.rank = 1;
+  o.master_port = 0;
+  EXPECT_THROW(validate_options(o), EngineError);  // a 2-rank job needs PERSEUS_MASTER_PORT
+  o.master_port = 12345;
+  o.mode = 0;
+  o.wire_dtype = 2;
+  EXPECT_THROW(validate_options(o), EngineError);  // DTYPE=2 needs two levels
+  o.mode = -1;
+  validate_options(o);
+}

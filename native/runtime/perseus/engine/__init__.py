@@ -1,0 +1,282 @@
+"""A framework-free Python handle over the perseus communication engine's C ABI (perseus/engine.h).
+
+    from perseus import engine
+    eng = engine.Engine.from_environment()      # numbers from perseus.launch.detect(), policy from PERSEUS_*
+    buf = array.array("f", [1.0] * 1024)
+    eng.allreduce("grad0", buf, op="average")   # in place; .allreduce_async(...) returns a Handle
+    parts = eng.allgather("rows", bytearray(b"..."), dtype="uint8")
+    eng.close()
+
+Buffers go through the buffer protocol (bytearray, array.array, memoryview; numpy is not required).
+Every rank must submit collectives of the same name, kind, dtype and shape; the order may differ by rank.
+The library is found through PERSEUS_ENGINE_LIBRARY or the packaged copy (see _library.py).
+"""
+
+import atexit
+import ctypes
+import os
+import weakref
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from . import _buffers, _library
+from ._buffers import BFLOAT16, FLOAT16, FLOAT32, FLOAT64, INT32, INT64, UINT8
+from ._library import EngineLibraryError
+
+OK, INVALID_ARGUMENT, UNSUPPORTED, COMMUNICATION, MISMATCH, NONFINITE, SHUT_DOWN, PENDING = range(8)
+_OPS = {"sum": 0, "average": 1}
+
+__all__ = ["Engine", "Handle", "EngineError", "CommunicationError", "MismatchError", "NonFiniteError",
+           "ShutDownError", "UnsupportedError", "EngineLibraryError", "FLOAT32", "FLOAT16", "BFLOAT16",
+           "FLOAT64", "INT32", "INT64", "UINT8"]
+
+
+class EngineError(RuntimeError):
+    """A failing engine call; .status is the C ABI's perseus_engine_status."""
+
+    status = INVALID_ARGUMENT
+
+
+class UnsupportedError(EngineError):
+    status = UNSUPPORTED
+
+
+class CommunicationError(EngineError):
+    """A peer was lost, a timeout (GLOO_TIMEOUT_SECONDS), or the rendezvous failed."""
+
+    status = COMMUNICATION
+
+
+class MismatchError(EngineError):
+    """The ranks submitted different collectives under one name (the same message on every rank)."""
+
+    status = MISMATCH
+
+
+class NonFiniteError(EngineError):
+    """PERSEUS_ALLREDUCE_NANCHECK=1 found inf/NaN in a reduced result."""
+
+    status = NONFINITE
+
+
+class ShutDownError(EngineError):
+    status = SHUT_DOWN
+
+
+_ERRORS = {cls.status: cls for cls in (EngineError, UnsupportedError, CommunicationError, MismatchError,
+                                        NonFiniteError, ShutDownError)}
+
+
+def _check(lib: ctypes.CDLL, status: int) -> None:
+    if status != OK:
+        message = lib.perseus_engine_last_error().decode("utf-8", "replace")
+        raise _ERRORS.get(status, EngineError)(message)
+
+
+def _shape_array(shape: Sequence[int]) -> Any:
+    if len(shape) > _library.MAX_DIMS:
+        raise ValueError("at most {} dimensions".format(_library.MAX_DIMS))
+    return (ctypes.c_int64 * max(1, len(shape)))(*shape)
+
+
+_LIVE = weakref.WeakSet()  # type: weakref.WeakSet
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """Engines a script never closed are shut down at exit (every rank does it: a collective shutdown), so
+    peers see an orderly end rather than a lost connection; errors at this point are not raised."""
+    for eng in list(_LIVE):
+        try:
+            eng.close()
+        except EngineError:
+            pass
+
+
+class Handle:
+    """One submitted collective. wait() blocks and raises its error; the buffer is valid after it."""
+
+    def __init__(self, engine: "Engine", handle: int, kind: str, buffer: _buffers.Buffer) -> None:
+        self._engine = engine
+        self._handle = handle
+        self._kind = kind
+        self._buffer = buffer  # keeps the memory alive until the engine is done with it
+        self._released = False
+
+    def poll(self) -> bool:
+        lib = self._engine._lib
+        status = lib.perseus_engine_poll(self._engine._ptr(), self._handle)
+        if status == PENDING:
+            return False
+        self._finish(status)
+        return True
+
+    def wait(self) -> Any:
+        """None, or for an allgather (bytes of the concatenation, each rank's first dimension)."""
+        lib = self._engine._lib
+        if not self._released:
+            # the wait blocks in C with the GIL released (ctypes does that for every foreign call)
+            self._finish(lib.perseus_engine_wait(self._engine._ptr(), self._handle))
+        return self._result
+
+    _result = None  # type: Any
+
+    def _finish(self, status: int) -> None:
+        if self._released:
+            return
+        lib, ptr = self._engine._lib, self._engine._ptr()
+        try:
+            _check(lib, status)
+            if self._kind == "allgather":
+                size = self._engine.size
+                dims = (ctypes.c_int64 * size)()
+                total = ctypes.c_uint64()
+                _check(lib, lib.perseus_engine_allgather_result(ptr, self._handle, dims, None, 0, ctypes.byref(total)))
+                out = bytearray(total.value)
+                if total.value:
+                    raw = (ctypes.c_char * total.value).from_buffer(out)
+                    _check(lib, lib.perseus_engine_allgather_result(ptr, self._handle, None, raw, total.value, None))
+                    del raw
+                self._result = (out, list(dims))
+        finally:
+            _check(lib, lib.perseus_engine_release(ptr, self._handle))
+            self._released = True
+            self._buffer = None
+
+
+class Engine:
+    """The engine of this process: rendezvous at construction, close() (or the context manager) ends it."""
+
+    def __init__(self, rank: int, size: int, local_rank: int = 0, local_size: int = 1, node_rank: int = 0,
+                 master_addr: str = "127.0.0.1", master_port: int = 0, serve_store: Optional[bool] = None,
+                 hostname: str = "", **policy: Any) -> None:
+        """Numbers from the caller; policy keywords (wire_dtype, mode, gradient_scale, streams, fusion, nancheck,
+        timeout_seconds, cycle_ms, iface) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
+        self._lib = _library.load()
+        opts = self._options(policy)
+        opts.rank, opts.size, opts.local_rank, opts.local_size = rank, size, local_rank, local_size
+        opts.node_rank = node_rank
+        opts.master_addr = master_addr.encode()
+        opts.master_port = master_port
+        opts.serve_store = -1 if serve_store is None else int(bool(serve_store))
+        opts.hostname = hostname.encode()
+        self._create(opts)
+
+    def _options(self, policy: Dict[str, Any]) -> _library.Options:
+        lib = self._lib
+        opts = _library.Options()
+        _check(lib, lib.perseus_engine_options_init(ctypes.byref(opts)))
+        _check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
+        for key, value in policy.items():
+            if key not in ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck",
+                           "timeout_seconds", "cycle_ms", "iface"):
+                raise TypeError("unknown engine option {!r}".format(key))
+            setattr(opts, key, value.encode() if isinstance(value, str) else value)
+        return opts
+
+    def _create(self, opts: _library.Options) -> None:
+        handle = ctypes.c_void_p()
+        _check(self._lib, self._lib.perseus_engine_create(ctypes.byref(opts), ctypes.byref(handle)))
+        self._handle = handle  # type: Optional[ctypes.c_void_p]
+        _LIVE.add(self)
+        info = self.info()
+        self.rank, self.size = info["rank"], info["size"]
+
+    @classmethod
+    def from_mpi(cls, **policy: Any) -> "Engine":
+        """Under a plain mpirun: every number, rank 0's address and a free port agreed through MPI (the engine's
+        MPI bootstrap plugin; collective over all ranks)."""
+        self = cls.__new__(cls)
+        self._lib = _library.load()
+        opts = self._options(policy)
+        _check(self._lib, self._lib.perseus_engine_options_from_mpi(ctypes.byref(opts)))
+        self._create(opts)
+        return self
+
+    @classmethod
+    def from_environment(cls, environ: Optional[Dict[str, str]] = None, **policy: Any) -> "Engine":
+        """Numbers from perseus.launch.detect(); the store at MASTER_ADDR:PERSEUS_MASTER_PORT. Under a plain
+        mpirun without MASTER_ADDR: from_mpi()."""
+        from perseus import config, launch
+
+        env_map = os.environ if environ is None else environ
+        env = launch.detect(env_map)
+        if env.size > 1 and not env.master_addr and env.launcher in ("openmpi", "mpich") and environ is None:
+            return cls.from_mpi(**policy)  # plain mpirun: MPI itself agrees the master address and port
+        port = config.load(env_map).master_port
+        if env.size > 1 and not env.master_addr:
+            raise EngineError("no master address for a {}-rank job ({} launcher): set MASTER_ADDR to rank 0's "
+                              "address (and PERSEUS_MASTER_PORT to a free port there)".format(env.size, env.launcher))
+        return cls(env.rank, env.size, env.local_rank, env.local_size, env.node_rank,
+                   env.master_addr or "127.0.0.1", port, **policy)
+
+    # ---- life cycle ---------------------------------------------------------------------------
+    def _ptr(self) -> ctypes.c_void_p:
+        if self._handle is None:
+            raise ShutDownError("this perseus engine was closed")
+        return self._handle
+
+    def close(self) -> None:
+        """Shuts the engine down on every rank and frees it; raises the first communication error seen."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        _check(self._lib, self._lib.perseus_engine_destroy(handle))
+
+    def __enter__(self) -> "Engine":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def info(self) -> Dict[str, int]:
+        info = _library.Info()
+        _check(self._lib, self._lib.perseus_engine_info_get(self._ptr(), ctypes.byref(info)))
+        return {name: getattr(info, name) for name, _ in _library.Info._fields_}
+
+    # ---- collectives ---------------------------------------------------------------------------
+    def allreduce_async(self, name: str, buffer: Any, op: str = "sum", dtype: Any = None,
+                        shape: Optional[Sequence[int]] = None) -> Handle:
+        if op not in _OPS:
+            raise ValueError("op must be 'sum' or 'average', not {!r}".format(op))
+        buf = _buffers.describe(buffer, dtype, shape)
+        h = ctypes.c_int64()
+        _check(self._lib, self._lib.perseus_engine_allreduce(
+            self._ptr(), name.encode(), buf.address or None, buf.dtype, len(buf.shape), _shape_array(buf.shape),
+            _OPS[op], ctypes.byref(h)))
+        return Handle(self, h.value, "allreduce", buf)
+
+    def allreduce(self, name: str, buffer: Any, op: str = "sum", dtype: Any = None,
+                  shape: Optional[Sequence[int]] = None) -> None:
+        self.allreduce_async(name, buffer, op, dtype, shape).wait()
+
+    def broadcast_async(self, name: str, buffer: Any, root: int = 0, dtype: Any = None,
+                        shape: Optional[Sequence[int]] = None) -> Handle:
+        buf = _buffers.describe(buffer, dtype, shape)
+        h = ctypes.c_int64()
+        _check(self._lib, self._lib.perseus_engine_broadcast(
+            self._ptr(), name.encode(), buf.address or None, buf.dtype, len(buf.shape), _shape_array(buf.shape),
+            root, ctypes.byref(h)))
+        return Handle(self, h.value, "broadcast", buf)
+
+    def broadcast(self, name: str, buffer: Any, root: int = 0, dtype: Any = None,
+                  shape: Optional[Sequence[int]] = None) -> None:
+        self.broadcast_async(name, buffer, root, dtype, shape).wait()
+
+    def allgather_async(self, name: str, buffer: Any, dtype: Any = None,
+                        shape: Optional[Sequence[int]] = None) -> Handle:
+        buf = _buffers.describe(buffer, dtype, shape, writable=False)
+        h = ctypes.c_int64()
+        _check(self._lib, self._lib.perseus_engine_allgather(
+            self._ptr(), name.encode(), buf.address or None, buf.dtype, len(buf.shape), _shape_array(buf.shape),
+            ctypes.byref(h)))
+        return Handle(self, h.value, "allgather", buf)
+
+    def allgather(self, name: str, buffer: Any, dtype: Any = None,
+                  shape: Optional[Sequence[int]] = None) -> Tuple[bytearray, List[int]]:
+        """(the ranks' tensors concatenated along the first dimension as bytes, each rank's first dimension)."""
+        return self.allgather_async(name, buffer, dtype, shape).wait()
+
+    def barrier(self, name: str) -> None:
+        h = ctypes.c_int64()
+        _check(self._lib, self._lib.perseus_engine_barrier(self._ptr(), name.encode(), ctypes.byref(h)))
+        Handle(self, h.value, "barrier", _buffers.Buffer(0, 0, (), 0, None)).wait()

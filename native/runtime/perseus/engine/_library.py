@@ -1,0 +1,110 @@
+"""Finding and loading libperseus_engine.so, and the C ABI's signatures (perseus/engine.h) for ctypes.
+
+Where the library comes from, first match wins:
+  1. PERSEUS_ENGINE_LIBRARY: the path of a libperseus_engine.so (a build tree, a test);
+  2. the packaged copy beside this module: perseus/engine/lib/libperseus_engine.so (a wheel that ships it).
+"""
+
+import ctypes
+import os
+from typing import Optional
+
+ABI_VERSION = 1
+MAX_DIMS = 8
+LIBRARY_ENV = "PERSEUS_ENGINE_LIBRARY"
+PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libperseus_engine.so")
+
+
+class Options(ctypes.Structure):
+    _fields_ = [
+        ("rank", ctypes.c_int), ("size", ctypes.c_int), ("local_rank", ctypes.c_int), ("local_size", ctypes.c_int),
+        ("node_rank", ctypes.c_int),
+        ("master_addr", ctypes.c_char * 256),
+        ("master_port", ctypes.c_int),
+        ("serve_store", ctypes.c_int),
+        ("wire_dtype", ctypes.c_int),
+        ("mode", ctypes.c_int),
+        ("gradient_scale", ctypes.c_float),
+        ("streams", ctypes.c_int),
+        ("fusion", ctypes.c_int),
+        ("nancheck", ctypes.c_int),
+        ("timeout_seconds", ctypes.c_int),
+        ("cycle_ms", ctypes.c_double),
+        ("iface", ctypes.c_char * 64),
+        ("hostname", ctypes.c_char * 256),
+    ]
+
+
+class Info(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int) for name in (
+        "rank", "size", "local_rank", "local_size", "node", "num_nodes", "streams",
+        "hierarchical", "intra_fp16", "inter_fp16")] + [
+        ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64)]
+
+
+class EngineLibraryError(RuntimeError):
+    """The engine library is missing, or of another ABI version."""
+
+
+_lib = None  # type: Optional[ctypes.CDLL]
+
+
+def library_path() -> str:
+    explicit = os.environ.get(LIBRARY_ENV)
+    if explicit:
+        if not os.path.isfile(explicit):
+            raise EngineLibraryError("{}={} does not exist: point it at a built libperseus_engine.so".format(
+                LIBRARY_ENV, explicit))
+        return explicit
+    if os.path.isfile(PACKAGED):
+        return PACKAGED
+    raise EngineLibraryError(
+        "the perseus engine library was not found: set {}=/path/to/libperseus_engine.so (build it with "
+        "cmake -S native -B native/build -G Ninja -DPERSEUS_WITH_ENGINE=ON && cmake --build native/build, "
+        "it is native/build/engine/libperseus_engine.so), or install a package that ships {}".format(
+            LIBRARY_ENV, PACKAGED))
+
+
+def load() -> ctypes.CDLL:
+    """The loaded engine library with its signatures declared (loaded once per process)."""
+    global _lib
+    if _lib is not None:
+        return _lib
+    path = library_path()
+    lib = ctypes.CDLL(path)
+    _declare(lib)
+    version = lib.perseus_engine_abi_version()
+    if version != ABI_VERSION:
+        raise EngineLibraryError("{} has C ABI version {}, this module speaks {}: use the library and the "
+                                 "perseus-common package of one release".format(path, version, ABI_VERSION))
+    _lib = lib
+    return lib
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    c_int, c_char_p, c_void_p = ctypes.c_int, ctypes.c_char_p, ctypes.c_void_p
+    p_i64, handle_p = ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64)
+    sigs = {
+        "perseus_engine_abi_version": (c_int, []),
+        "perseus_engine_last_error": (c_char_p, []),
+        "perseus_engine_status_string": (c_char_p, [c_int]),
+        "perseus_engine_options_init": (c_int, [ctypes.POINTER(Options)]),
+        "perseus_engine_options_from_env": (c_int, [ctypes.POINTER(Options)]),
+        "perseus_engine_options_from_mpi": (c_int, [ctypes.POINTER(Options)]),
+        "perseus_engine_create": (c_int, [ctypes.POINTER(Options), ctypes.POINTER(c_void_p)]),
+        "perseus_engine_destroy": (c_int, [c_void_p]),
+        "perseus_engine_info_get": (c_int, [c_void_p, ctypes.POINTER(Info)]),
+        "perseus_engine_allreduce": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_int, p_i64, c_int, handle_p]),
+        "perseus_engine_broadcast": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_int, p_i64, c_int, handle_p]),
+        "perseus_engine_allgather": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_int, p_i64, handle_p]),
+        "perseus_engine_barrier": (c_int, [c_void_p, c_char_p, handle_p]),
+        "perseus_engine_poll": (c_int, [c_void_p, ctypes.c_int64]),
+        "perseus_engine_wait": (c_int, [c_void_p, ctypes.c_int64]),
+        "perseus_engine_allgather_result": (c_int, [c_void_p, ctypes.c_int64, p_i64, c_void_p, ctypes.c_uint64,
+                                                    ctypes.POINTER(ctypes.c_uint64)]),
+        "perseus_engine_release": (c_int, [c_void_p, ctypes.c_int64]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes

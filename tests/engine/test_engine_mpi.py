@@ -1,0 +1,94 @@
+"""The engine under MPI launchers with no framework: a plain `mpirun -np 2/4` (Open MPI, and MPICH's
+mpirun.mpich) with no MASTER_ADDR (rank 0's address and a free port agreed through MPI by the engine's
+bootstrap plugin for that MPI) and `perseusrun --mpi`."""
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engine_helpers import WORKER, base_env, free_ports
+
+MPI_REPORT = re.compile(r"\[1,(\d+)\]<stdout>:REPORT ")
+
+
+def mpi_reports(stdout):
+    """REPORT lines from Open MPI's --tag-output, which can glue two ranks' tagged lines into one line."""
+    found = []
+    for m in MPI_REPORT.finditer(stdout):
+        found.append(json.JSONDecoder().raw_decode(stdout[m.end():])[0])
+    return sorted(found, key=lambda r: r["rank"])
+
+
+def mpirun(library, np, case, env):
+    if shutil.which("mpirun") is None:
+        pytest.fail("mpirun not found: bash tests/run/install_test_deps.sh installs Open MPI")
+    plugin = Path(library).with_name("libperseus_mpi_openmpi.so")
+    if not plugin.is_file():
+        pytest.fail("no {}: build the engine with Open MPI's headers (apt-get install libopenmpi-dev)".format(plugin))
+    full = base_env(library, env)
+    assert "MASTER_ADDR" not in full and "PERSEUS_MASTER_PORT" not in full
+    exported = ["PERSEUS_ENGINE_LIBRARY", "PYTHONPATH", "GLOO_TIMEOUT_SECONDS"] + sorted(env)
+    args = ["mpirun"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) + [
+        "-np", str(np), "--oversubscribe", "--bind-to", "none", "--tag-output"]
+    for name in exported:
+        args += ["-x", name]
+    args += [sys.executable, str(WORKER), case]
+    proc = subprocess.run(args, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                          timeout=180)
+    return proc, mpi_reports(proc.stdout)
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_plain_mpirun_allreduce_and_allgather(engine_library, np):
+    proc, found = mpirun(engine_library, np, "allreduce", {"PERSEUS_ALLREDUCE_DTYPE": "1", "TEST_OP": "sum"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert [r["rank"] for r in found] == list(range(np))
+    want = sum(float(q + 1) + 0.0001 for q in range(np))
+    for r in found:
+        assert r["info"]["size"] == np
+        assert r["results"]["t/small"][0] == pytest.approx(want, rel=1e-6)
+    proc, found = mpirun(engine_library, np, "allgather", {})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert len(found) == np and all(r["dims"] == [q + 1 if q != 1 else 0 for q in range(np)] for r in found)
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_plain_mpich_mpirun(engine_library, np):
+    """MPICH's Hydra (mpirun.mpich): PMI_* variables, the MPICH bootstrap plugin."""
+    if shutil.which("mpirun.mpich") is None:
+        pytest.fail("mpirun.mpich not found: apt-get install mpich libmpich-dev (dev/lib.sh installs them)")
+    plugin = Path(engine_library).with_name("libperseus_mpi_mpich.so")
+    if not plugin.is_file():
+        pytest.fail("no {}: build the engine with MPICH's headers (apt-get install libmpich-dev)".format(plugin))
+    env = base_env(engine_library, {"PERSEUS_ALLREDUCE_DTYPE": "0", "TEST_OP": "average"})
+    proc = subprocess.run(["mpirun.mpich", "-np", str(np), sys.executable, str(WORKER), "allreduce"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = sorted((json.JSONDecoder().raw_decode(l[len("REPORT "):])[0] for l in proc.stdout.splitlines()
+                    if l.startswith("REPORT ")), key=lambda r: r["rank"])
+    assert [r["rank"] for r in found] == list(range(np))
+    want = sum(float(q + 1) * 10 for q in range(np)) / (10 * np)  # fp16 on the wire: the 0.0001 is gone
+    for r in found:
+        assert r["info"]["size"] == np and r["info"]["intra_fp16"] == 1
+        assert r["results"]["t/small"][0] == pytest.approx(want, abs=1e-6)
+
+
+def test_perseusrun_mpi_mode(engine_library):
+    if shutil.which("mpirun") is None:
+        pytest.fail("mpirun not found: bash tests/run/install_test_deps.sh installs Open MPI")
+    master, store = free_ports(2)
+    proc = subprocess.run(
+        [str(Path(sys.executable).with_name("perseusrun")), "--mpi", "-np", "2", "--", sys.executable, str(WORKER),
+         "broadcast"],
+        env=base_env(engine_library, {"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store)}),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = mpi_reports(proc.stdout)
+    assert len(found) == 2, proc.stdout[-2000:]
+    assert all(r["values"] == [100.0 + i for i in range(5)] for r in found)

@@ -1,0 +1,214 @@
+"""The native engine in real jobs of 2 and 4 processes under perseusrun, through the framework-free Python
+handle (perseus.engine; no torch, no numpy in the ranks): allreduce sum/average with PERSEUS_ALLREDUCE_DTYPE
+0/1/2 (2 as 2 "nodes" x 2 ranks: perseusrun -H HOSTNAME:2,IP:2), broadcast, allgather with different
+first dimensions, a mismatch error, a rank lost mid-collective."""
+
+import signal
+import socket
+import subprocess
+import time
+
+import pytest
+
+from engine_helpers import bare, f32, half, perseusrun, reports
+
+SCALE = 10.0
+
+
+def expected(values, dtype, average, nodes=None):
+    """The wire policy's result for per-rank inputs `values` (fp32 model of the C++ pipeline)."""
+    size = len(values)
+    div = size if average else 1
+    if dtype == 1:
+        total = 0.0
+        for v in values:
+            total = f32(total + v)
+        return f32(total / div) if average else total
+    if dtype == 0 or nodes is None:
+        total = sum(half(f32(v * SCALE)) for v in values)  # integers after rounding: exact in any order
+        return f32(half(total) * f32(1.0 / (SCALE * div)))
+    # dtype 2, two levels: fp32 sum inside each node, fp16 between the node leaders
+    total = 0.0
+    for node in nodes:
+        inside = 0.0
+        for r in node:
+            inside = f32(inside + values[r])
+        total += half(f32(inside * SCALE))
+    return f32(half(total) * f32(1.0 / (SCALE * div)))
+
+
+def two_local_hosts():
+    """Two names of this machine for perseusrun -H (it refuses loopback names in a multi-host job): its host
+    name and its first non-loopback address, 2 slots each: 2 "nodes" x 2 ranks, all local."""
+    out = subprocess.run(["hostname", "-I"], stdout=subprocess.PIPE, universal_newlines=True).stdout.split()
+    addresses = [a for a in out if ":" not in a and not a.startswith("127.")]
+    if not addresses:
+        pytest.fail("this machine has no non-loopback IPv4 address (hostname -I) to fake a second node with")
+    return "{}:2,{}:2".format(socket.gethostname(), addresses[0])
+
+
+def value(rank, i):
+    return f32(float(rank + 1) + 0.0001 + float(i % 4))
+
+
+@pytest.mark.parametrize("np,dtype,op,streams", [(2, 0, "average", 1), (2, 1, "sum", 1), (4, 0, "sum", 1),
+                                                 (4, 1, "average", 1), (4, 0, "average", 4)])
+def test_allreduce_one_level(engine_library, np, dtype, op, streams):
+    proc = perseusrun(engine_library, np, "allreduce", env={"PERSEUS_ALLREDUCE_DTYPE": str(dtype), "TEST_OP": op,
+                                                            "PERSEUS_ALLREDUCE_STREAMS": str(streams)})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert [r["rank"] for r in found] == list(range(np))
+    for r in found:
+        info = r["info"]
+        assert (info["size"], info["hierarchical"], info["streams"]) == (np, 0, streams)
+        assert info["intra_fp16"] == info["inter_fp16"] == (1 if dtype == 0 else 0)
+        for name, got in r["results"].items():
+            n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
+            for k, i in enumerate([0, 1, 2, 3, n - 1]):
+                want = expected([value(q, i) for q in range(np)], dtype, op == "average")
+                if dtype == 1:  # fp32: the ring's summation order and x * (1/size) move the last bit
+                    assert got[k] == pytest.approx(want, rel=1e-6), (name, i, got[k], want)
+                else:
+                    assert f32(got[k]) == want, (name, i, got[k], want)
+        # fp16 on the wire loses the 0.0001 of every input, fp32 keeps it
+        lost = expected([value(q, 0) for q in range(np)], 0, op == "average")
+        kept = expected([value(q, 0) for q in range(np)], 1, op == "average")
+        assert lost != kept
+        # sampled elements of the big tensor (every slice): each is one of the four expected values
+        wants = [expected([value(q, i) for q in range(np)], dtype, op == "average") for i in range(4)]
+        for got in r["big_distinct"]:
+            assert any(got == pytest.approx(w, rel=1e-6 if dtype == 1 else 0) for w in wants), (got, wants)
+        assert info["fused_groups"] >= 1  # the big tensor's slices and the small ones were fused
+
+
+def test_allreduce_two_levels_dtype2(engine_library):
+    proc = perseusrun(engine_library, 4, "allreduce", hosts=two_local_hosts(),
+                      env={"PERSEUS_ALLREDUCE_DTYPE": "2", "TEST_OP": "average"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 4
+    for r in found:
+        info = r["info"]
+        assert (info["num_nodes"], info["local_size"], info["node"]) == (2, 2, r["rank"] // 2)
+        assert (info["hierarchical"], info["intra_fp16"], info["inter_fp16"]) == (1, 0, 1)
+        for name, got in r["results"].items():
+            n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
+            for k, i in enumerate([0, 1, 2, 3, n - 1]):
+                want = expected([value(q, i) for q in range(4)], 2, True, nodes=[[0, 1], [2, 3]])
+                assert f32(got[k]) == want, (name, i, got[k], want)
+
+
+def test_allreduce_mode1_fp16_two_levels(engine_library):
+    proc = perseusrun(engine_library, 4, "allreduce", hosts=two_local_hosts(),
+                      env={"PERSEUS_ALLREDUCE_DTYPE": "0", "PERSEUS_ALLREDUCE_MODE": "1", "TEST_OP": "sum",
+                           "PERSEUS_ALLREDUCE_STREAMS": "2"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    for r in reports(proc.stdout):
+        info = r["info"]
+        assert (info["hierarchical"], info["intra_fp16"], info["inter_fp16"], info["streams"]) == (1, 1, 1, 2)
+        for k, i in enumerate([0, 1, 2, 3]):
+            assert f32(r["results"]["t/mid"][k]) == expected([value(q, i) for q in range(4)], 0, False)
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_broadcast(engine_library, np):
+    proc = perseusrun(engine_library, np, "broadcast")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == np
+    for r in found:
+        assert r["values"] == [float((np - 1) * 100 + i) for i in range(5)]
+        assert r["half"] == [0.5] * 4
+
+
+@pytest.mark.parametrize("np", [2, 4])
+def test_allgather_variable_first_dimension(engine_library, np):
+    proc = perseusrun(engine_library, np, "allgather")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    dims = [r + 1 if r != 1 else 0 for r in range(np)]
+    want = [r * 10 + j for r in range(np) for j in range(dims[r] * 3)]
+    found = reports(proc.stdout)
+    assert len(found) == np
+    for r in found:
+        assert r["dims"] == dims
+        assert r["values"] == want
+
+
+def test_shape_mismatch_same_error_on_every_rank(engine_library):
+    proc = perseusrun(engine_library, 2, "mismatch")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 2
+    assert found[0]["error"] == found[1]["error"]
+    message = found[0]["error"]
+    assert "collective 'w' does not match across ranks" in message
+    assert "rank 0 submitted allreduce float32[4] sum" in message
+    assert "rank 1 submitted allreduce float32[5] sum" in message
+    assert found[0]["after"] == [2.0, 2.0, 2.0]
+
+
+@pytest.mark.parametrize("how", ["KILL", "STOP"])
+def test_lost_rank_ends_rank0_within_gloo_timeout(engine_library, how):
+    """Bare processes (no launcher to kill the others): rank 1 is SIGKILLed (its sockets close: rank 0 fails at
+    once) or SIGSTOPped (silent: rank 0 fails after GLOO_TIMEOUT_SECONDS=5)."""
+    procs = bare(engine_library, 2, "lost_rank", env={"GLOO_TIMEOUT_SECONDS": "5", "TEST_SIGNAL": how})
+    start = time.monotonic()
+    try:
+        out, err = procs[0].communicate(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+            p.wait()
+    assert procs[0].returncode == 3, out + err
+    found = [r for r in (l for l in out.splitlines()) if r.startswith("REPORT ")]
+    assert found, out + err
+    assert "GLOO_TIMEOUT_SECONDS=5" in found[0]
+    assert took < 5 + 20  # start-up + rendezvous + at most the timeout
+    if how == "STOP":
+        import json
+        assert json.loads(found[0][len("REPORT "):])["seconds"] >= 4.0
+
+
+def test_killed_rank_ends_the_perseusrun_job_nonzero(engine_library):
+    import psutil
+
+    token = "lost_rank-" + str(time.monotonic_ns())  # marks this job's ranks on their command lines
+    start = time.monotonic()
+    proc = perseusrun(engine_library, 2, "lost_rank", env={"GLOO_TIMEOUT_SECONDS": "5", "TEST_SIGNAL": "KILL",
+                                                            "TEST_TOKEN": token})
+    assert proc.returncode != 0
+    assert time.monotonic() - start < 60
+    left = [p for p in psutil.process_iter(["environ", "status"])
+            if p.info["status"] != psutil.STATUS_ZOMBIE and (p.info["environ"] or {}).get("TEST_TOKEN") == token]
+    assert left == [], "processes left behind: {}".format(left)
+
+
+def test_fp16_bf16_buffers_summed_in_gloo(engine_library):
+    proc = perseusrun(engine_library, 4, "halfsum")
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 4
+    for r in found:
+        assert r["half"] == [5.0, 4000.0, -8.0]
+        assert r["avg"] == [1.5, 3.0]
+        assert r["bf16"] == [15.0, 1024.0]
+
+
+def test_nancheck_fails_every_rank(engine_library):
+    proc = perseusrun(engine_library, 2, "nancheck", env={"PERSEUS_ALLREDUCE_NANCHECK": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 2 and found[0]["error"] == found[1]["error"]
+    assert "PERSEUS_ALLREDUCE_NANCHECK" in found[0]["error"] and "'grad/with-inf'" in found[0]["error"]
+
+
+def test_collective_missing_on_a_rank_fails_after_the_timeout(engine_library):
+    proc = perseusrun(engine_library, 2, "stall", env={"GLOO_TIMEOUT_SECONDS": "3"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert "was submitted by ranks 0 but not by ranks 1 within GLOO_TIMEOUT_SECONDS=3" in found[0]["error"]
+    assert 3.0 <= found[0]["seconds"] < 10
+    assert proc.stdout.count("AFTER") == 2 and "AFTER 0 2.0" in proc.stdout and "AFTER 1 2.0" in proc.stdout
