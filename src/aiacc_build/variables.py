@@ -71,6 +71,10 @@ def render_c_header() -> str:
         literal = c_literal(spec.default)
         if literal is not None:
             lines.append(f"#define PERSEUS_DEFAULT_{suffix} {literal}")
+        for bound in ("minimum", "maximum"):
+            value = getattr(spec.parse, bound, None)
+            if value is not None:
+                lines.append(f"#define PERSEUS_{bound[:3].upper()}_{suffix} {value}")
         lines.append("")
     lines.append("#endif  // PERSEUS_VARIABLES_H_")
     return "\n".join(lines) + "\n"

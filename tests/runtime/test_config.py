@@ -27,6 +27,9 @@ CASES = {
     "PERSEUS_CHANGE_HVD_ALLGATHER": ("1", True, ["2"]),
     "PERSEUS_USE_DDP_LAUNCHER": ("0", False, ["2"]),
     "PERSEUS_CPU_DISPATCH": ("scalar", "scalar", ["avx9", "AVX2"]),
+    "PERSEUS_CYCLE_TIME_MS": ("0.5", 0.5, ["0", "-1", "nan", "fast"]),
+    "PERSEUS_ENGINE_LIBRARY": (config.__file__, config.__file__, ["/nonexistent/libperseus_engine.so"]),
+    "PERSEUS_MPI_BOOTSTRAP_LIBRARY": (config.__file__, config.__file__, ["/nonexistent/libperseus_mpi_openmpi.so"]),
 }
 
 DEFAULTS = {

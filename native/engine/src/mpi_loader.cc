@@ -7,6 +7,7 @@
 
 #include "../mpi/mpi_bootstrap.h"
 #include "errors.h"
+#include "perseus/variables.h"
 
 namespace perseus::engine {
 namespace {
@@ -38,7 +39,7 @@ std::string engine_dir() {
 void options_from_mpi(perseus_engine_options* o) {
   std::string path;
   std::string kind = "explicit";
-  if (const char* explicit_path = env("PERSEUS_MPI_BOOTSTRAP_LIBRARY")) {
+  if (const char* explicit_path = env(PERSEUS_ENV_MPI_BOOTSTRAP_LIBRARY)) {
     path = explicit_path;
   } else {
     kind = flavour();

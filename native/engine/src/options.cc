@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "errors.h"
+#include "perseus/variables.h"
 
 namespace perseus::engine {
 namespace {
@@ -54,45 +55,50 @@ void default_options(perseus_engine_options* o) {
   std::strcpy(o->master_addr, "127.0.0.1");
   o->master_port = 0;
   o->serve_store = -1;  // automatic: rank 0 serves
-  o->wire_dtype = 0;
-  o->mode = -1;
-  o->gradient_scale = 10.0f;
-  o->streams = 1;
-  o->fusion = -1;
-  o->nancheck = 0;
-  o->timeout_seconds = 60;
-  o->cycle_ms = 1.0;
+  o->wire_dtype = PERSEUS_DEFAULT_ALLREDUCE_DTYPE;
+  o->mode = -1;  // automatic (PERSEUS_ALLREDUCE_MODE has no default)
+  o->gradient_scale = float(PERSEUS_DEFAULT_ALLREDUCE_GRADIENT_SCALE);
+  o->streams = 1;  // not the declared 4: the engine has no stream tuner yet, and one stream is its measured best
+  o->fusion = -1;  // automatic
+  o->nancheck = PERSEUS_DEFAULT_ALLREDUCE_NANCHECK;
+  o->timeout_seconds = PERSEUS_DEFAULT_GLOO_TIMEOUT_SECONDS;
+  o->cycle_ms = PERSEUS_DEFAULT_CYCLE_TIME_MS;
 }
 
 void options_from_env(perseus_engine_options* o) {
-  if (const char* v = env("PERSEUS_ALLREDUCE_DTYPE")) {
-    o->wire_dtype = int(parse_int("PERSEUS_ALLREDUCE_DTYPE", v, 0, 2,
+  // Names, ranges and defaults come from the one declaration of the variables (perseus/variables.h,
+  // generated from perseus.config), so the engine accepts exactly what the Python runtime accepts.
+  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_DTYPE)) {
+    o->wire_dtype = int(parse_int(PERSEUS_ENV_ALLREDUCE_DTYPE, v, 0, 2,
                                   "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"));
   }
-  if (const char* v = env("PERSEUS_ALLREDUCE_MODE")) {
-    o->mode = int(parse_int("PERSEUS_ALLREDUCE_MODE", v, 0, 1, "0 (one level) or 1 (two levels)"));
+  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_MODE)) {
+    o->mode = int(parse_int(PERSEUS_ENV_ALLREDUCE_MODE, v, 0, 1, "0 (one level) or 1 (two levels)"));
   }
-  if (const char* v = env("PERSEUS_ALLREDUCE_GRADIENT_SCALE")) {
-    o->gradient_scale = float(parse_double("PERSEUS_ALLREDUCE_GRADIENT_SCALE", v, "a finite number > 0"));
+  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE)) {
+    o->gradient_scale = float(parse_double(PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE, v, "a finite number > 0"));
   }
-  if (const char* v = env("PERSEUS_ALLREDUCE_STREAMS")) {
-    o->streams = int(parse_int("PERSEUS_ALLREDUCE_STREAMS", v, 1, 16, "an integer 1..16"));
+  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_STREAMS)) {
+    o->streams = int(parse_int(PERSEUS_ENV_ALLREDUCE_STREAMS, v, PERSEUS_MIN_ALLREDUCE_STREAMS,
+                               PERSEUS_MAX_ALLREDUCE_STREAMS, "an integer 1-12"));
   }
-  if (const char* v = env("PERSEUS_ALLREDUCE_FUSION")) {
-    o->fusion = int(parse_int("PERSEUS_ALLREDUCE_FUSION", v, 0, 128, "0 (no fusion) or a granularity 1..128"));
+  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_FUSION)) {
+    o->fusion = int(parse_int(PERSEUS_ENV_ALLREDUCE_FUSION, v, PERSEUS_MIN_ALLREDUCE_FUSION, PERSEUS_MAX_ALLREDUCE_FUSION,
+                              "0 (no fusion) or a granularity 1-128"));
   }
-  if (const char* v = env("PERSEUS_ALLREDUCE_NANCHECK")) {
-    o->nancheck = int(parse_int("PERSEUS_ALLREDUCE_NANCHECK", v, 0, 1, "0 or 1"));
+  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_NANCHECK)) {
+    o->nancheck = int(parse_int(PERSEUS_ENV_ALLREDUCE_NANCHECK, v, 0, 1, "0 or 1"));
   }
-  if (const char* v = env("GLOO_TIMEOUT_SECONDS")) {
-    o->timeout_seconds = int(parse_int("GLOO_TIMEOUT_SECONDS", v, 1, 24L * 3600, "an integer number of seconds >= 1"));
+  if (const char* v = env(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS)) {
+    o->timeout_seconds = int(parse_int(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS, v, PERSEUS_MIN_GLOO_TIMEOUT_SECONDS, 24L * 3600,
+                                       "an integer number of seconds >= 1"));
   }
-  if (const char* v = env("PERSEUS_CYCLE_TIME_MS")) {
-    o->cycle_ms = parse_double("PERSEUS_CYCLE_TIME_MS", v, "a number of milliseconds > 0");
+  if (const char* v = env(PERSEUS_ENV_CYCLE_TIME_MS)) {
+    o->cycle_ms = parse_double(PERSEUS_ENV_CYCLE_TIME_MS, v, "a number of milliseconds > 0");
   }
-  const char* iface = env("PERSEUS_GLOO_NETWORK_INTERFACE");
+  const char* iface = env(PERSEUS_ENV_GLOO_NETWORK_INTERFACE);
   if (iface == nullptr) iface = env("GLOO_SOCKET_IFNAME");
-  if (iface != nullptr) copy_text(o->iface, sizeof(o->iface), iface, "PERSEUS_GLOO_NETWORK_INTERFACE");
+  if (iface != nullptr) copy_text(o->iface, sizeof(o->iface), iface, PERSEUS_ENV_GLOO_NETWORK_INTERFACE);
 }
 
 void validate_options(const perseus_engine_options& o) {
@@ -114,7 +120,9 @@ void validate_options(const perseus_engine_options& o) {
         "levels: unset PERSEUS_ALLREDUCE_MODE or set it to 1, or choose PERSEUS_ALLREDUCE_DTYPE 0 or 1");
   }
   if (!(o.gradient_scale > 0) || !std::isfinite(o.gradient_scale)) bad("gradient_scale must be finite and > 0");
-  if (o.streams < 1 || o.streams > 16) bad("streams must be 1..16 (PERSEUS_ALLREDUCE_STREAMS)");
+  if (o.streams < PERSEUS_MIN_ALLREDUCE_STREAMS || o.streams > PERSEUS_MAX_ALLREDUCE_STREAMS) {
+    bad("streams must be 1-12 (PERSEUS_ALLREDUCE_STREAMS)");
+  }
   if (o.fusion < -1 || o.fusion > 128) bad("fusion must be -1 (automatic), 0 or 1..128 (PERSEUS_ALLREDUCE_FUSION)");
   if (o.timeout_seconds < 1) bad("timeout_seconds must be >= 1 (GLOO_TIMEOUT_SECONDS)");
   if (!(o.cycle_ms > 0)) bad("cycle_ms must be > 0 (PERSEUS_CYCLE_TIME_MS)");

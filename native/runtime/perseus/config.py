@@ -65,6 +65,7 @@ def _int_range(low: int, high: Optional[int]) -> Parser:
             raise ValueError(_range_text(low, high))
         return value
 
+    parse.minimum, parse.maximum = low, high  # type: ignore[attr-defined]  # the C header's PERSEUS_MIN_/MAX_
     return parse
 
 
@@ -88,6 +89,13 @@ def _float_range(low: float, high: Optional[float], low_inclusive: bool) -> Pars
         return value
 
     return parse
+
+
+def _existing_file(raw: str) -> str:
+    path = os.path.expanduser(raw.strip())
+    if not os.path.isfile(path):
+        raise ValueError("the path of an existing file ({} is not one)".format(path))
+    return path
 
 
 def _interface(raw: str) -> str:
@@ -199,6 +207,18 @@ class PerseusConfig:
         "PERSEUS_CPU_DISPATCH", "auto", _choice({p: p for p in CPU_DISPATCH_PATHS}, " | ".join(CPU_DISPATCH_PATHS)),
         " | ".join(CPU_DISPATCH_PATHS), "CPU kernels of compression: auto (the best this CPU runs) or one path",
         since="2.0.0")
+    cycle_time_ms: float = variable(
+        "PERSEUS_CYCLE_TIME_MS", 1.0, _float_range(0.0, None, False), "> 0",
+        "how often the native engine's ranks agree on the collectives submitted since the last cycle (ms)",
+        since="2.0.0", honoured_by=())
+    engine_library: Optional[str] = variable(  # None: the one the package ships
+        "PERSEUS_ENGINE_LIBRARY", None, _existing_file, "the path of a libperseus_engine.so",
+        "the native engine library the Python handle loads instead of the packaged one",
+        since="2.0.0", honoured_by=())
+    mpi_bootstrap_library: Optional[str] = variable(  # None: the plugin for the MPI found at run time
+        "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
+        "the plugin through which the engine agrees rank 0's address under a plain mpirun",
+        since="2.0.0", honoured_by=())
     explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set
 
     def is_set(self, variable: str) -> bool:

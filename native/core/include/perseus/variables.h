@@ -19,17 +19,23 @@
 /* PERSEUS_ALLREDUCE_STREAMS: number of communicators that carry fused buffers concurrently. Allowed: 1-12. Since 1.5.0. */
 #define PERSEUS_ENV_ALLREDUCE_STREAMS "PERSEUS_ALLREDUCE_STREAMS"
 #define PERSEUS_DEFAULT_ALLREDUCE_STREAMS 4
+#define PERSEUS_MIN_ALLREDUCE_STREAMS 1
+#define PERSEUS_MAX_ALLREDUCE_STREAMS 12
 
 /* PERSEUS_ALLREDUCE_FUSION: gradient fusion granularity handed to the fusion planner. Allowed: 0-128 (empty: automatic). Since 1.5.0. */
 #define PERSEUS_ENV_ALLREDUCE_FUSION "PERSEUS_ALLREDUCE_FUSION"
+#define PERSEUS_MIN_ALLREDUCE_FUSION 0
+#define PERSEUS_MAX_ALLREDUCE_FUSION 128
 
 /* PERSEUS_ACCUMULATE_N_STEPS: communicate every n-th backward pass, accumulate locally otherwise. Allowed: >= 1. Since 1.5.0. */
 #define PERSEUS_ENV_ACCUMULATE_N_STEPS "PERSEUS_ACCUMULATE_N_STEPS"
 #define PERSEUS_DEFAULT_ACCUMULATE_N_STEPS 1
+#define PERSEUS_MIN_ACCUMULATE_N_STEPS 1
 
 /* PERSEUS_DOWNSAMPLE_N_ELEMENTS: send one element in n per step (gossip downsampling). Allowed: >= 1. Since 1.5.0. */
 #define PERSEUS_ENV_DOWNSAMPLE_N_ELEMENTS "PERSEUS_DOWNSAMPLE_N_ELEMENTS"
 #define PERSEUS_DEFAULT_DOWNSAMPLE_N_ELEMENTS 1
+#define PERSEUS_MIN_DOWNSAMPLE_N_ELEMENTS 1
 
 /* PERSEUS_GRADIENT_MOMENTUM: decay of the not-yet-sent gradient residual under downsampling. Allowed: 0.0-1.0. Since 1.5.0. */
 #define PERSEUS_ENV_GRADIENT_MOMENTUM "PERSEUS_GRADIENT_MOMENTUM"
@@ -50,10 +56,13 @@
 /* PERSEUS_PERF_CHECK_N_STEPS: every n steps, compare step times across ranks and report slow ones (0: off). Allowed: >= 0. Since 1.5.0. */
 #define PERSEUS_ENV_PERF_CHECK_N_STEPS "PERSEUS_PERF_CHECK_N_STEPS"
 #define PERSEUS_DEFAULT_PERF_CHECK_N_STEPS 0
+#define PERSEUS_MIN_PERF_CHECK_N_STEPS 0
 
 /* PERSEUS_MASTER_PORT: port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT). Allowed: 1-65535. Since 1.5.0. */
 #define PERSEUS_ENV_MASTER_PORT "PERSEUS_MASTER_PORT"
 #define PERSEUS_DEFAULT_MASTER_PORT 6666
+#define PERSEUS_MIN_MASTER_PORT 1
+#define PERSEUS_MAX_MASTER_PORT 65535
 
 /* PERSEUS_NCCL_NETWORK_INTERFACE: network interface of NCCL communicators (NCCL_SOCKET_IFNAME). Allowed: an interface of this machine. Since 1.5.0. */
 #define PERSEUS_ENV_NCCL_NETWORK_INTERFACE "PERSEUS_NCCL_NETWORK_INTERFACE"
@@ -66,6 +75,7 @@
 /* GLOO_TIMEOUT_SECONDS: timeout of the process groups and rendezvous perseus creates. Allowed: >= 1. Since 1.5.0. */
 #define PERSEUS_ENV_GLOO_TIMEOUT_SECONDS "GLOO_TIMEOUT_SECONDS"
 #define PERSEUS_DEFAULT_GLOO_TIMEOUT_SECONDS 60
+#define PERSEUS_MIN_GLOO_TIMEOUT_SECONDS 1
 
 /* PERSEUS_CHANGE_HVD_ALLGATHER: hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod). Allowed: 0 or 1. Since 1.5.0. */
 #define PERSEUS_ENV_CHANGE_HVD_ALLGATHER "PERSEUS_CHANGE_HVD_ALLGATHER"
@@ -78,5 +88,15 @@
 /* PERSEUS_CPU_DISPATCH: CPU kernels of compression: auto (the best this CPU runs) or one path. Allowed: auto | scalar | avx2 | avx512 | avx512_bf16. Since 2.0.0. */
 #define PERSEUS_ENV_CPU_DISPATCH "PERSEUS_CPU_DISPATCH"
 #define PERSEUS_DEFAULT_CPU_DISPATCH "auto"
+
+/* PERSEUS_CYCLE_TIME_MS: how often the native engine's ranks agree on the collectives submitted since the last cycle (ms). Allowed: > 0. Since 2.0.0. */
+#define PERSEUS_ENV_CYCLE_TIME_MS "PERSEUS_CYCLE_TIME_MS"
+#define PERSEUS_DEFAULT_CYCLE_TIME_MS 1.0
+
+/* PERSEUS_ENGINE_LIBRARY: the native engine library the Python handle loads instead of the packaged one. Allowed: the path of a libperseus_engine.so. Since 2.0.0. */
+#define PERSEUS_ENV_ENGINE_LIBRARY "PERSEUS_ENGINE_LIBRARY"
+
+/* PERSEUS_MPI_BOOTSTRAP_LIBRARY: the plugin through which the engine agrees rank 0's address under a plain mpirun. Allowed: the path of a libperseus_mpi_<mpi>.so. Since 2.0.0. */
+#define PERSEUS_ENV_MPI_BOOTSTRAP_LIBRARY "PERSEUS_MPI_BOOTSTRAP_LIBRARY"
 
 #endif  // PERSEUS_VARIABLES_H_
