@@ -11,6 +11,7 @@ import contextlib
 import difflib
 from collections.abc import Iterator
 
+from ..errors import ConfigurationError
 from .base import CUDA_LIBRARIES, FrameworkAdapter, check_adapter
 from .mxnet import MxnetAdapter
 from .tensorflow import TensorflowAdapter
@@ -51,8 +52,8 @@ def all_adapters() -> tuple[FrameworkAdapter, ...]:
     return tuple(_REGISTRY.values())
 
 
-class UnknownFrameworkError(ValueError):
-    pass
+class UnknownFrameworkError(ConfigurationError, ValueError):
+    """A framework name no adapter is registered for (a ValueError too: `Framework(name)` raises it)."""
 
 
 def adapter_for(framework: str) -> FrameworkAdapter:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
 from ..model import Cell, Framework
+from ..errors import BuildError
 
 if TYPE_CHECKING:
     from ..checks.conda_rules import EnvChecker
@@ -26,7 +27,7 @@ CUDA_LIBRARIES: tuple[str, ...] = ("libcudart*", "libnccl*")
 _RECORD_MEMBER = re.compile(r"^[^/]+\.dist-info/RECORD$")
 
 
-class FactsError(RuntimeError):
+class FactsError(BuildError):
     pass
 
 

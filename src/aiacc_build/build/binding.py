@@ -29,9 +29,10 @@ from .core import CoreBuild
 from .envs import Venv, ensure_build_env, run_uv
 from .frameworks import FrameworkArtifact
 from .toolchain import Interpreter, Toolchain, backend_interpreter
+from ..errors import BuildError
 
 
-class BindingBuildError(RuntimeError):
+class BindingBuildError(BuildError):
     pass
 
 

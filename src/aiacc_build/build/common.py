@@ -22,6 +22,7 @@ from .cache import BuildCache
 from .envs import run_uv, uv_version
 from .hashing import IGNORED_DIRS, file_sha256, tree_digest
 from .wheelinfo import read_wheel
+from ..errors import BuildError
 
 RUNTIME_DIR = NATIVE_DIR / "runtime"
 
@@ -67,10 +68,10 @@ def build_common(release: ReleaseInfo, cache: BuildCache, source: Path = RUNTIME
         shutil.rmtree(staged)
         built = list(path.glob("*.whl"))
         if [w.name for w in built] != [expected]:
-            raise RuntimeError(f"perseus-common build produced {[w.name for w in built]}, expected {expected}")
+            raise BuildError(f"perseus-common build produced {[w.name for w in built]}, expected {expected}")
         info = read_wheel(built[0])
         if info.version != release.version:
-            raise RuntimeError(f"perseus-common wheel says version {info.version}, expected {release.version}")
+            raise BuildError(f"perseus-common wheel says version {info.version}, expected {release.version}")
         meta["sha256"] = file_sha256(built[0])
 
     entry = cache.ensure("common", inputs, make)

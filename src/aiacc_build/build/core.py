@@ -27,6 +27,7 @@ from filelock import FileLock
 from .cache import BuildCache
 from .compiler_cache import compiler_cache_env
 from .toolchain import Toolchain
+from ..errors import BuildError
 
 CORE_SUBDIR = "core"
 RECIPE = Path("recipes") / "perseus-core"  # relative to the checkout holding native/
@@ -36,7 +37,7 @@ NOT_INPUTS = frozenset({"tests"})
 Digest = Callable[[Path, frozenset[str]], str]
 
 
-class CoreBuildError(RuntimeError):
+class CoreBuildError(BuildError):
     pass
 
 

@@ -40,6 +40,7 @@ from .repair import RepairError, repair_and_retag, retag
 from .smoke import SmokeResult, smoke_test
 from .toolchain import Toolchain, backend_interpreter, detect_toolchain
 from .wheelinfo import framework_dependencies, python_api_imports, read_wheel
+from ..errors import AiaccError, BuildError
 
 # Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
 DRIVER_REVISION = 3
@@ -74,7 +75,7 @@ class CellResult:
     facts: FrameworkFacts | None  # what the framework build was compiled with (CUDA, C++ ABI)
 
 
-class FrameworkMismatchError(RuntimeError):
+class FrameworkMismatchError(BuildError):
     pass
 
 
@@ -149,7 +150,7 @@ class Builder:
             self.progress(f"cell {cell_plan.cell.key}")
             try:
                 report.results.append(self._build_cell(cell_plan, report.common, root))
-            except Exception as exc:  # one cell's failure must not hide the others' results
+            except AiaccError as exc:  # one cell's failure must not hide the others'; a bug in this tool is no failure of a cell
                 report.failures.append(CellFailure(cell_plan, f"{type(exc).__name__}: {exc}"))
         report.cores = list(self._cores.values())
         report.core_builds = sum(1 for core in report.cores if not core.reused)

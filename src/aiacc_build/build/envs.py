@@ -19,11 +19,12 @@ from uv import find_uv_bin
 from .cache import BuildCache
 from .frameworks import FrameworkArtifact, local_index_dirs, local_wheel_dirs
 from .toolchain import Interpreter
+from ..errors import BuildError
 
 SOURCE_DATE_EPOCH = "315532800"  # 1980-01-01, the earliest a zip archive can say
 
 
-class EnvError(RuntimeError):
+class EnvError(BuildError):
     pass
 
 

@@ -21,10 +21,11 @@ from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 
 from ..adapters import excluded_libraries
+from ..errors import BuildError
 
 
 
-class RepairError(RuntimeError):
+class RepairError(BuildError):
     pass
 
 

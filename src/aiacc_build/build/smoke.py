@@ -26,9 +26,13 @@ from .envs import create_venv, framework_requirement, install, uv_version
 from .frameworks import FrameworkArtifact
 from .hashing import inputs_key
 from .toolchain import Interpreter
+from ..errors import BuildError
 
 
-class SmokeTestError(RuntimeError):
+SELFTEST_TIMEOUT_S = 600
+
+
+class SmokeTestError(BuildError):
     pass
 
 
@@ -95,13 +99,12 @@ def _run_in_fresh_env(
         install(venv, [framework_requirement(framework), str(links / common.path.name)], cache)
         # the cell's wheel from the local folder only: its perseus-common==<release> must be met there
         install(venv, [str(links / wheel.name)], cache, no_index=True, find_links=[links])
-        proc = subprocess.run(
-            [str(venv.python), *command],
-            cwd=workdir,
-            capture_output=True,
-            text=True,
-            timeout=600,
-        )
+        try:
+            proc = subprocess.run(
+                [str(venv.python), *command], cwd=workdir, capture_output=True, text=True, timeout=SELFTEST_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            raise SmokeTestError(f"post-build test of {wheel.name} ran longer than {SELFTEST_TIMEOUT_S} s") from None
         if proc.returncode != 0:
             output = (proc.stdout + proc.stderr).strip()
             raise SmokeTestError(f"post-build test of {wheel.name} failed (exit {proc.returncode}):\n{output[-3000:]}")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .toolkits import TOOLKITS, host_compiler_problem, installed_toolkits, nvcc_release
+from ..errors import HostServiceError
 
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))
 # Real toolkits only: the pip cu11/cu12 "nvcc" packages hold no compiler, so they are never probed.
@@ -80,7 +81,7 @@ class Toolchain:
         return f"{self.cxx_version} / cmake {self.cmake_version} / {accel}"
 
 
-class ToolMissingError(RuntimeError):
+class ToolMissingError(HostServiceError):
     pass
 
 
