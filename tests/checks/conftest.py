@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from aiacc_build.checks.conda_table import default_conda_table
+from aiacc_build.conda_table import default_conda_table
 from aiacc_build.matrix import load_all
 from aiacc_build.render.release import render_releases_to
 from aiacc_build.render.support import BuildHost

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiacc_build.checks.conda_table import TABLE_PATH, load_conda_table
+from aiacc_build.conda_table import TABLE_PATH, load_conda_table
 from aiacc_build.errors import MatrixError
 
 

@@ -102,7 +102,7 @@ class TorchAdapter(FrameworkAdapter):
 
     def conda_framework(self, cell: Cell, python: str) -> CondaFramework | None:
         """PyTorch from the channel that has this exact build (conda/packages.yaml), else None (pip)."""
-        from ..checks.conda_table import default_conda_table
+        from ..conda_table import default_conda_table
 
         table = default_conda_table()
         channel = table.pytorch_channel(cell.framework_version, cell.cuda, python)
@@ -122,7 +122,7 @@ class TorchAdapter(FrameworkAdapter):
     def check_conda(self, checker: EnvChecker) -> None:
         """The pytorch channel's conventions: one accelerator selector of the right era, a build the
         channel has for that CUDA and Python."""
-        from ..checks.conda_rules import pin
+        from ..conda_table import pin
 
         specs = checker.specs
         spec = specs.get("pytorch")

@@ -17,7 +17,7 @@ from rich.text import Text
 from ..errors import ConfigurationError, MatrixError
 from .ci_check import check_ci
 from .conda_check import check_conda
-from .conda_table import TABLE_PATH, load_conda_table
+from ..conda_table import TABLE_PATH, load_conda_table
 from .findings import ChecksFailedError, CheckReport
 
 console = Console()

@@ -10,7 +10,7 @@ from ..model import Cell
 from ..render.variants import arch_variants
 from .conda_env import parse_env_file
 from .conda_rules import Expected, check_env
-from .conda_table import CondaTable
+from ..conda_table import CondaTable
 from .findings import CheckReport, Finding
 
 

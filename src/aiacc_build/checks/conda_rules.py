@@ -17,7 +17,7 @@ from .. import naming
 from ..adapters import all_adapters
 from ..model import Cell
 from .conda_env import EnvFile
-from .conda_table import CondaTable, Package
+from ..conda_table import CondaTable, Package, pin
 from .findings import Finding
 
 NODEFAULTS = "nodefaults"
@@ -49,13 +49,6 @@ def _matches(version_spec: str | None, versions: tuple[str, ...]) -> bool:
         return bool(versions)
     spec = VersionSpec(version_spec)
     return any(spec.matches(Version(v)) for v in versions)
-
-
-def pin(spec: Spec | None) -> str | None:
-    """`11.0.*` -> `11.0`: the series a `name=X` spec pins."""
-    if spec is None or spec.version is None:
-        return None
-    return spec.version.removesuffix(".*").lstrip("=")
 
 
 class EnvChecker:

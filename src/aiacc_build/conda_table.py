@@ -8,14 +8,26 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Protocol
 
 from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ..errors import MatrixError
-from ..paths import REPO_ROOT
+from .errors import MatrixError
+from .paths import REPO_ROOT
 
 TABLE_PATH = REPO_ROOT / "conda" / "packages.yaml"
+
+
+class PinnedSpec(Protocol):
+    version: str | None  # rattler's version spec of a match spec, e.g. "11.0.*"
+
+
+def pin(spec: PinnedSpec | None) -> str | None:
+    """`11.0.*` -> `11.0`: the series a `name=X` match spec pins."""
+    if spec is None or spec.version is None:
+        return None
+    return spec.version.removesuffix(".*").lstrip("=")
 
 
 class _Strict(BaseModel):
@@ -118,7 +130,7 @@ class CondaTable(_Strict):
 
 
 def load_conda_table(path: Path | None = None) -> CondaTable:
-    from ..matrix.files import read_model  # file:line in every problem
+    from .matrix.files import read_model  # file:line in every problem
 
     target = Path(path or TABLE_PATH)
     table, _ = read_model(target, CondaTable)
