@@ -57,7 +57,13 @@ def test_manifest_lists_every_cell_with_its_reason(mirror_150):
 def test_sha256sums_checks_with_coreutils(mirror_150):
     root = mirror_150 / "1.5.0"
     lines = (root / "SHA256SUMS").read_text().splitlines()
-    assert [line.split("  ")[1] for line in lines] == ["manifest.json", "perseus_common-1.5.0-py3-none-any.whl"]
+    assert [line.split("  ")[1] for line in lines] == [
+        "SUPPORT.md",
+        "install_AIACC-Training.sh",
+        "manifest.json",
+        "perseus_common-1.5.0-py3-none-any.whl",
+        "support.json",
+    ]
     subprocess.run(["sha256sum", "--check", "--strict", "SHA256SUMS"], cwd=root, check=True, capture_output=True)
 
 

@@ -61,10 +61,14 @@ def installer_program() -> str:
     return "\n\n\n".join(parts)
 
 
-def render_install_script(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
+def render_install_script(
+    release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], mirror_url: str | None = None
+) -> RenderedFile:
+    """`mirror_url`: the script's default mirror, where this copy is served from (default: the release's)."""
     content = render(
         "scripts/install_AIACC-Training.sh.j2",
         release=release,
+        mirror_url=mirror_url or release.mirror_url,
         table=[table_line(c) for c in cells],
         exit_codes={name: code for name, (code, _) in EXIT_CODES.items()},
         exit_help={name: text for name, (_, text) in EXIT_CODES.items()},
