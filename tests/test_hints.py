@@ -15,6 +15,7 @@ import pytest
 from aiacc_build import hints
 from aiacc_build.build.frameworks import RegistryClient
 from aiacc_build.build.plan import plan_cells
+from aiacc_build.build.select import select
 from aiacc_build.cli import _register, cli, main
 from aiacc_build.errors import AiaccError
 from aiacc_build.images.local import MissingWheelError, buildable_images, local_images
@@ -64,6 +65,9 @@ def printed(release, tmp_path_factory) -> list[str]:
         build_index("2.0.0", tmp / "dist")
     texts.append(str(unbuilt.value))
     texts += hints.next_steps("2.0.0", tmp / "dist")
+    with pytest.raises(AiaccError) as unmatched:
+        select(release.cells, ["qqqqqqqq"])
+    texts.append(str(unmatched.value))
     texts += [str(hints.toolkit_fetch("12.4")), str(hints.images_registry(5001)), str(hints.images_push("2.0.0", "127.0.0.1:5001"))]
     return texts
 
@@ -73,6 +77,12 @@ def test_every_hint_parses_with_the_tools_parser(printed):
     assert len(found) >= 8
     for command in found:
         parse(command)
+
+
+def test_the_matrix_list_hint_lists_the_release(release, printed, capsys):
+    (listing,) = [c for text in printed for c in commands_in(text) if " matrix list " in c]
+    assert main(shlex.split(listing)[1:]) == 0
+    assert f"{len(release.cells)} cells" in capsys.readouterr().out
 
 
 def test_a_hint_with_a_bad_option_would_fail_to_parse():

@@ -47,6 +47,10 @@ def serve(release: str, dist_dir: Path | None = None, port: int = 8000) -> Hint:
     return Hint(("serve", "--release", release, *_dist(dist_dir), "--port", str(port)))
 
 
+def matrix_list(release: str) -> Hint:
+    return Hint(("matrix", "list", "--release", release))
+
+
 def toolkit_fetch(cuda: str) -> Hint:
     return Hint(("toolkit", "fetch", cuda))
 
