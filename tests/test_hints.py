@@ -68,7 +68,7 @@ def printed(release, tmp_path_factory) -> list[str]:
     with pytest.raises(AiaccError) as unmatched:
         select(release.cells, ["qqqqqqqq"])
     texts.append(str(unmatched.value))
-    texts += [str(hints.toolkit_fetch("12.4")), str(hints.images_registry(5001)), str(hints.images_push("2.0.0", "127.0.0.1:5001"))]
+    texts += [str(hints.toolkit_fetch("12.4")), str(hints.images_registry(5001))]
     return texts
 
 

@@ -59,10 +59,6 @@ def images_registry(port: int = 5000) -> Hint:
     return Hint(("images", "registry", "--port", str(port)))
 
 
-def images_push(release: str, registry: str) -> Hint:
-    return Hint(("images", "build", "--release", release, "--push", registry))
-
-
 def run_installer(mirror_url: str) -> str:
     """How an end user installs from a served mirror (a shell line, not this tool)."""
     url = f"{mirror_url.rstrip('/')}/{INSTALL_SCRIPT_NAME}"

@@ -107,7 +107,7 @@ def pull_image(client: docker.DockerClient, reference: str) -> str:
         return client.images.pull(repository, tag=tag).id
     except docker.errors.APIError as exc:
         raise ImageBuildError(
-            f"pulling {reference} failed: {exc.explanation or exc}. Is it pushed ({hints.images_push('RELEASE', registry)})?"
+            f"pulling {reference} failed: {exc.explanation or exc}. Is it pushed (`images build --push {registry}` of its release pushes it)?"
             + _registry_fix(registry)
         ) from None
 
