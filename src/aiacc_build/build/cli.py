@@ -69,24 +69,28 @@ def _report_json(report: BuildReport) -> dict[str, object]:
 
 
 def _print_report(report: BuildReport) -> None:
+    # one line per fact: a log reader greps them, the terminal wraps them
+    def say(text: str) -> None:
+        console.print(text, soft_wrap=True)
+
     for r in report.results:
         # a wheel not reused and not compiled is the shared binding build of its framework, re-tagged
         how = "reused" if r.reused else ("re-tagged" if r.core is None else "built")
-        console.print(
+        say(
             f"[green]{how}[/] {wheel_path(r.plan.cell)} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
             f"auditwheel: {r.repaired_platform}) in {r.seconds:.1f}s"
         )
         if r.smoke:
-            console.print(
+            say(
                 f"  tested: {r.smoke.description}\n    {r.smoke.output.splitlines()[-1] if r.smoke.output else ''}"
             )
         if r.note:
-            console.print(f"  [yellow]note[/]: {r.note}")
+            say(f"  [yellow]note[/]: {r.note}")
     for f in report.failures:
-        console.print(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
+        say(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
     rebuilt = sum(not r.reused for r in report.results)
     backends = sorted({c.backend for c in report.cores})
-    console.print(
+    say(
         f"{len(report.results)} cells ready ({rebuilt} built, {len(report.results) - rebuilt} from the cache), "
         f"{len(report.failures)} failed, core compiled {report.core_builds}x"
         f"{' (' + ', '.join(backends) + ')' if backends else ''}, {report.seconds:.1f}s; record {report.record_path}"
