@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import os
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -135,16 +134,19 @@ def resolve_cuda_image(table: BaseImageTable, cuda: str, flavor: str, os_name: s
 
 
 def nearest_tags(table: BaseImageTable, reference: str, limit: int = 3) -> list[str]:
-    """Available tags of the same repository, closest first: the longest common start (the CUDA
-    version), then difflib's similarity."""
+    """Recorded tags of the same repository, closest first: the same version (CUDA major.minor), then
+    available before withdrawn (those say so), then difflib's similarity."""
     repository, tag = split_reference(reference)
-    candidates = [t.tag for t in table.tags if t.repository == repository and t.status == "available"]
+    version = tag.split("-", 1)[0]
+    candidates = [t for t in table.tags if t.repository == repository]
 
-    def closeness(candidate: str) -> tuple[int, float]:
-        common = len(os.path.commonprefix([tag, candidate]))
-        return common, difflib.SequenceMatcher(None, tag, candidate).ratio()
+    def closeness(entry: UpstreamTag) -> tuple[bool, bool, float]:
+        head = entry.tag.split("-", 1)[0]
+        same_version = head == version or head.startswith(version + ".")
+        return same_version, entry.status == "available", difflib.SequenceMatcher(None, tag, entry.tag).ratio()
 
-    return [f"{repository}:{c}" for c in sorted(candidates, key=closeness, reverse=True)[:limit]]
+    ranked = sorted(candidates, key=closeness, reverse=True)[:limit]
+    return [t.reference + ("" if t.status == "available" else f" ({t.label})") for t in ranked]
 
 
 def check(table: BaseImageTable, reference: str) -> BaseImageStatus:
