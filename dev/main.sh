@@ -10,3 +10,5 @@ stage check-ci "$VENV/bin/aiacc-build" check ci --dist "$REPO_ROOT/dist"
 stage build-wheels "$VENV/bin/aiacc-build" build
 stage index-mirror "$VENV/bin/aiacc-build" index
 stage_summary
+printf "\nnext:\n"
+"$VENV/bin/python" -m aiacc_build.hints

@@ -1,6 +1,6 @@
 # The installing half of install_AIACC-Training.sh, embedded after install_decide.py (one program, one
 # namespace: it uses say/fail/installed_distributions/metadata_folders/detect_and_decide from there). Python 3.6+,
-# standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_UNINSTALL ("1" or ""),
+# standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_OFFLINE, AIACC_UNINSTALL ("1" or ""),
 # AIACC_CA_BUNDLE (a PEM file, or empty).
 #
 # The order makes every failure leave the environment as it was: fetch the mirror's manifest, check it
@@ -317,18 +317,31 @@ def indent(text):
 
 # --- install / uninstall ---------------------------------------------------------------------------
 
-def install(chosen, mirror, release):
-    common_path = os.environ["AIACC_COMMON_WHEEL"]
+def read_manifest(mirror, release):
+    """{path: record} of what the mirror publishes, checked against this script's table (exit 9 when the
+    mirror cannot be read, 11 when it disagrees)."""
     manifest = mirror.read_json("manifest.json")
-    records = check_manifest(manifest, load_table(), release, common_path)
+    records = check_manifest(manifest, load_table(), release, os.environ["AIACC_COMMON_WHEEL"])
     say("mirror:     %s (manifest of AIACC-Training %s agrees with this script)" % (mirror.location, release))
+    return records
 
+
+def published_paths(records):
+    return set(path for path, record in records.items() if record.get("status") == "built")
+
+
+def check_published(chosen, records):
+    """Every chosen wheel is one the mirror publishes (exit 11 otherwise)."""
+    published = published_paths(records)
+    for _, cell, _ in chosen:
+        if cell.path not in published:
+            fail("mirror_mismatch", "the mirror does not publish %s (not built for this release). Install from a "
+                 "mirror that has it, or pass --framework for the others" % cell.path)
+
+
+def install(chosen, mirror, release, records):
+    common_path = os.environ["AIACC_COMMON_WHEEL"]
     paths = [common_path] + [cell.path for _, cell, _ in chosen]
-    for path in paths[1:]:
-        record = records[path]
-        if record.get("status") != "built":
-            fail("mirror_mismatch", "the mirror does not publish %s yet (%s): %s. Install from a mirror that "
-                 "has it, or pass --framework for the others" % (path, record.get("status"), record.get("reason", "")))
 
     before = installed_perseus()
     wanted = dict((wheel_project(p), (p, wheel_version(p))) for p in paths)
@@ -417,15 +430,19 @@ def main():
         uninstall([wanted] if wanted else [])
         return
     mirror = Mirror(os.environ["AIACC_MIRROR_URL"], os.environ.get("AIACC_CA_BUNDLE", ""))
-    chosen = detect_and_decide()
+    offline = os.environ.get("AIACC_OFFLINE") == "1"
+    records = None if offline else read_manifest(mirror, release)
+    chosen = detect_and_decide(None if records is None else published_paths(records))
     for path in [os.environ["AIACC_COMMON_WHEEL"]] + [cell.path for _, cell, _ in chosen]:
         say("wheel:      %s" % mirror.where(path))
+    if records is not None:
+        check_published(chosen, records)
     check_pip()
     check_prerequisites()
     if os.environ.get("AIACC_DRY_RUN") == "1":
-        say("dry run: nothing was installed")
+        say("dry run: nothing was installed" + (" (offline: the mirror was not read)" if offline else ""))
         return
-    install(chosen, mirror, release)
+    install(chosen, mirror, release, records)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-# The decision half of install_AIACC-Training.sh, embedded in it by `aiacc-build render`.
+# The decision half of install_AIACC-Training.sh, embedded in it when the script is rendered.
 # It runs under the user's Python (3.6 or newer: no walrus, no f-string `=`, no capture_output) and
 # reads its inputs from the environment the script sets: AIACC_CELL_TABLE (one line per cell:
 # framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
@@ -310,7 +310,8 @@ def python_fits(cell, python):
     return cell.python in ("any", python)
 
 
-def nearest(cells, framework, version, accel, python, arch, limit=5):
+def nearest(cells, framework, version, accel, python, arch, published=None, limit=5):
+    """The closest cells of `framework`; with `published` (the mirror's wheel paths), only those."""
     def distance(cell):
         v_cell, v_mine = numbers(cell.version), numbers(version)
         v_dist = tuple(abs(a - b) for a, b in zip(v_cell + (0, 0, 0), v_mine + (0, 0, 0)))[:3]
@@ -322,7 +323,7 @@ def nearest(cells, framework, version, accel, python, arch, limit=5):
             a_dist = abs(_cuda_number(cell.accel) - _cuda_number(accel))
         p_dist = 0 if python_fits(cell, python) else 1 + abs(numbers(cell.python)[1] - numbers(python)[1])
         return (cell.arch != arch, v_dist, a_dist, p_dist)
-    same = [c for c in cells if c.framework == framework]
+    same = [c for c in cells if c.framework == framework and (published is None or c.path in published)]
     return sorted(same, key=distance)[:limit]
 
 
@@ -351,8 +352,9 @@ def decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cud
     return None, None
 
 
-def detect_and_decide():
-    """Detect, decide and explain: [(framework, cell, how the CUDA was picked)], one per framework to install."""
+def detect_and_decide(published=None):
+    """Detect, decide and explain: [(framework, cell, how the CUDA was picked)], one per framework to install.
+    `published`: the wheel paths the mirror publishes (None: the mirror was not read)."""
     cells = load_table()
     release = os.environ["AIACC_RELEASE"]
     wanted = os.environ.get("AIACC_FRAMEWORK", "")
@@ -393,9 +395,11 @@ def detect_and_decide():
         cell, how = decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cuda)
         if cell is None:
             public = version.split("+", 1)[0]
-            lines = ["  " + c.describe() + "  (" + c.path + ")" for c in nearest(cells, framework, public, accel, python, arch)]
-            problems.append("AIACC-Training %s has no build for %s %s, %s, Python %s, %s.\n nearest supported cells:\n%s"
-                            % (release, framework, public, built, python, arch, "\n".join(lines) or "  (none)"))
+            near = nearest(cells, framework, public, accel, python, arch, published)
+            lines = ["  " + c.describe() + "  (" + c.path + ")" for c in near]
+            where = "nearest cells this mirror publishes" if published is not None else "nearest supported cells"
+            problems.append("AIACC-Training %s has no build for %s %s, %s, Python %s, %s.\n %s:\n%s"
+                            % (release, framework, public, built, python, arch, where, "\n".join(lines) or "  (none)"))
             continue
         chosen.append((framework, cell, how))
 

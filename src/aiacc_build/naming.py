@@ -10,6 +10,7 @@ import re
 from urllib.parse import quote
 
 from .adapters import adapter_for
+from .base_images import resolve_cuda_image, shipped_table
 from .model import Cell, CellGroup, Framework, ReleaseInfo
 
 INSTALL_SCRIPT_NAME = "install_AIACC-Training.sh"
@@ -224,8 +225,9 @@ def distro_base_image(os_type: str) -> str:
 
 
 def cuda_base_image(cuda: str, os_type: str) -> str:
-    """Published images build on NVIDIA's: `nvidia/cuda:11.0-cudnn-devel-centos7`."""
-    return f"nvidia/cuda:{cuda}-cudnn-devel-{_nvidia_os(os_type)}"
+    """Published images build on NVIDIA's, the real tag from docker/base_images.yaml:
+    `nvidia/cuda:11.0.3-cudnn8-devel-centos7`."""
+    return resolve_cuda_image(shipped_table(), cuda, "cudnn-devel", _nvidia_os(os_type))
 
 
 def local_base_image(release: ReleaseInfo, cuda: str | None) -> str:
@@ -260,7 +262,7 @@ def builder_cuda_image(release: ReleaseInfo, cuda: str) -> str:
             f"no CUDA devel image known for manylinux policy {release.manylinux_image!r} "
             f"(known: {', '.join(sorted(_MANYLINUX_RHEL_OS))})"
         ) from None
-    return f"nvidia/cuda:{cuda}-devel-{os_name}"
+    return resolve_cuda_image(shipped_table(), cuda, "devel", os_name)
 
 
 def builder_bake_target(release: ReleaseInfo, cuda: str | None, arch: str) -> str:

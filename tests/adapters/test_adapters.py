@@ -125,9 +125,9 @@ def test_a_throwaway_adapter_reaches_plan_render_and_support_with_no_other_edit(
     assert f"toyfw 1.0.0 cpu any x86_64 {wheel}\n" in script
     assert "  toyfw | ty) framework=toyfw ;;" in script
     assert '"distributions": ["toyfw", "toyfw-cpu"]' in script and '"selftest_module": "perseus.toyfw._selftest"' in script
-    # support list: the cell, built here
+    # support list: the cell and its CI job (its status comes from a build record; there is none here)
     (entry,) = json.loads(files["support.json"])["cells"]
-    assert (entry["framework"], entry["build"], entry["ci_job"]) == ("toyfw", "here", "toyfw-1_0_0-cpu-x86_64")
+    assert (entry["framework"], entry["status"], entry["ci_job"]) == ("toyfw", "not built yet", "toyfw-1_0_0-cpu-x86_64")
     assert "| toyfw | 1.0.0 | CPU |" in files["SUPPORT.md"]
 
 
@@ -138,7 +138,7 @@ def test_a_throwaway_adapter_without_a_binding_is_listed_not_built(toy, monkeypa
     assert "toyfw-1_0_0-cpu-x86_64" not in yaml.safe_load(files["ci/build-wheels-9.9.0.yml"])["jobs"]
     assert "#   toyfw 1.0.0 CPU x86_64: not supported yet: no toyfw binding" in files["ci/build-wheels-9.9.0.yml"]
     (entry,) = json.loads(files["support.json"])["cells"]
-    assert (entry["status"], entry["ci_job"], entry["reason"]) == ("not built", None, "not supported yet: no toyfw binding")
+    assert (entry["status"], entry["ci_job"], entry["reason"]) == ("not built yet", None, "not supported yet: no toyfw binding")
 
 
 def test_doctor_reports_a_throwaway_framework_from_the_generated_table(toy, tmp_path):

@@ -96,3 +96,17 @@ def test_index_and_serve_without_a_build_say_what_to_run(capsys, tmp_path):
     assert code == 2 and "aiacc-build build --release 2.0.0" in err
     code, _, err = _run(capsys, "serve", "--release", "2.0.0", "--dist", str(tmp_path))
     assert code == 2 and "aiacc-build index" in err
+
+
+def test_the_plan_is_a_summary_unless_verbose(capsys, tmp_path):
+    args = ("build", "--release", "2.0.0", "--plan-only", "--offline", "--cache-dir", str(tmp_path / "cache"))
+    code = main(list(args))
+    summary = capsys.readouterr().err
+    assert code == 0
+    cells = len(load_release("2.0.0").cells)
+    assert len(summary.splitlines()) <= 6  # counts, one line per cell to build, where the full table is
+    assert f"release 2.0.0: {cells} cells: 1 to build here, {cells - 1} deferred" in " ".join(summary.split())
+    assert "build torch-2.13.0/cpu/py3.11/x86_64: framework torch-2.13.0+cpu" in " ".join(summary.split())
+    assert main([*args, "--verbose"]) == 0
+    table = capsys.readouterr().err
+    assert len(table.splitlines()) > cells  # every cell, with its reason

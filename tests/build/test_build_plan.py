@@ -187,7 +187,7 @@ def test_registry_sizes_a_deferred_cell_and_keeps_the_answer(native, tmp_path):
         plan.framework is not None and plan.framework.filename == "torch-2.13.0-cp312-cp312-manylinux_2_28_x86_64.whl"
     )
     assert plan.download_size and plan.download_size > 100 * 2**20
-    assert "build here with --cells" in plan.reason
+    assert "build it with `aiacc-build build --release 2.0.0 --cells torch-2.13.0/cuda13.0/py3.12/x86_64`" in plan.reason
     # kept on disk: the same question offline gets the same answer
     again = plan_cell(cell, None, RegistryClient(tmp_path / "registry", offline=True), native)
     assert again.framework == plan.framework

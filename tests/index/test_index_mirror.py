@@ -57,7 +57,13 @@ def test_manifest_lists_every_cell_with_its_reason(mirror_150):
 def test_sha256sums_checks_with_coreutils(mirror_150):
     root = mirror_150 / "1.5.0"
     lines = (root / "SHA256SUMS").read_text().splitlines()
-    assert [line.split("  ")[1] for line in lines] == ["manifest.json", "perseus_common-1.5.0-py3-none-any.whl"]
+    assert [line.split("  ")[1] for line in lines] == [
+        "SUPPORT.md",
+        "install_AIACC-Training.sh",
+        "manifest.json",
+        "perseus_common-1.5.0-py3-none-any.whl",
+        "support.json",
+    ]
     subprocess.run(["sha256sum", "--check", "--strict", "SHA256SUMS"], cwd=root, check=True, capture_output=True)
 
 
@@ -164,3 +170,18 @@ def test_served_root_index_installs_perseus_common_with_pip(tmp_path, mirror_150
 def test_server_binds_loopback_only(mirror_150):
     with MirrorServer(mirror_150 / "1.5.0") as server:
         assert server.httpd.server_address[0] == "127.0.0.1"
+
+
+def test_index_writes_the_support_list_from_the_record(mirror_150):
+    """Every status and count of the mirror's SUPPORT.md / support.json is the build record's."""
+    root = mirror_150 / "1.5.0"
+    record = load_record("1.5.0", mirror_150)
+    assert record is not None
+    support = json.loads((root / "support.json").read_text())
+    statuses = {c.key: c.status for c in record.cells}
+    assert {c["key"]: c["status"] for c in support["cells"]} == statuses
+    built = sum(s == "built" for s in statuses.values())
+    assert support["counts"] == {"built": built, "deferred": len(statuses) - built, "not built yet": 0}
+    markdown = (root / "SUPPORT.md").read_text()
+    assert f"{len(statuses)} cells: {built} built, {len(statuses) - built} deferred, 0 not built yet." in markdown
+    assert "| built |" not in markdown  # nothing of 1.5.0 is buildable on this machine

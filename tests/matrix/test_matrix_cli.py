@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -100,6 +101,17 @@ def test_validate_all_and_bad_file(capsys, tmp_path, seed_text):
     err = capsys.readouterr().err
     assert f"{bad}:" in "".join(err.split())  # the CLI's console may wrap long lines
     assert "torch 1.2.0 never had a cuda11.0 build" in " ".join(err.split())
+
+
+def test_validate_refuses_a_base_image_that_never_existed(capsys, tmp_path, seed_text):
+    bad = tmp_path / "1.5.0.yaml"
+    bad.write_text(seed_text.replace("docker_os_types: [centos7, ubuntu1804]", "docker_os_types: [centos7, ubuntu2004]"))
+    assert main(["matrix", "validate", str(bad)]) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    found = re.search(r"base image nvidia/cuda:(\d+\.\d+)-cudnn-devel-ubuntu20\.04 was never published upstream.*?; nearest real tags: ([^ ,]+)", err)
+    assert found is not None, err
+    cuda, nearest = found.groups()
+    assert nearest.startswith(f"nvidia/cuda:{cuda}") and nearest.endswith("-devel-ubuntu18.04")
 
 
 def test_unknown_release_exits_4(capsys):

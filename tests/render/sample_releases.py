@@ -91,4 +91,4 @@ def modern_cells() -> tuple[Cell, ...]:
 
 
 # A fixed host for golden files: x86_64 with Pythons 3.6-3.13 and the three local CUDA toolkits.
-FIXED_HOST = BuildHost(arch="x86_64", pythons=frozenset(f"3.{m}" for m in range(6, 14)))
+FIXED_HOST = BuildHost(arch="x86_64", pythons=frozenset(f"3.{m}" for m in range(6, 14)), cuda_toolkits=("11.8", "12.4", "13.0"))

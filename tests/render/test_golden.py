@@ -14,14 +14,18 @@ import pytest
 from aiacc_build.render import KINDS, render_release
 
 from .sample_releases import FIXED_HOST, MODERN, SEED, modern_cells, seed_cells
+from .test_support import recorded
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = os.environ.get("AIACC_UPDATE_GOLDEN") == "1"
 
 
-@pytest.mark.parametrize("release, cells", [(SEED, seed_cells()), (MODERN, modern_cells())], ids=["1.5.0", "2.0.0"])
-def test_golden(release, cells):
-    files = render_release(release, cells, FIXED_HOST)
+@pytest.mark.parametrize(
+    "release, cells, record", [(SEED, seed_cells(), None), (MODERN, modern_cells(), recorded())], ids=["1.5.0", "2.0.0"]
+)
+def test_golden(release, cells, record):
+    """1.5.0 without a build record (nothing built yet), 2.0.0 with a recorded one."""
+    files = render_release(release, cells, FIXED_HOST, record)
     assert {f.kind for f in files} == set(KINDS)
     folder = GOLDEN / release.version
     if UPDATE:

@@ -76,3 +76,12 @@ def test_unknown_framework_cuda_falls_back_to_driver_then_nvcc(decide, table):
 def test_python_independent_cells_fit_any_python(decide, table):
     cell, _ = decide.decide(table, "tensorflow", "2.21.0", "cpu", "3.13", "x86_64", None, None)
     assert cell.python == "any"
+
+
+def test_nearest_names_only_what_the_mirror_publishes(decide, table):
+    everything = decide.nearest(table, "torch", "2.13.0", "cpu", "3.10", "x86_64")
+    assert len(everything) == 5
+    published = {everything[-1].path, everything[-2].path}
+    only = decide.nearest(table, "torch", "2.13.0", "cpu", "3.10", "x86_64", published)
+    assert [c.path for c in only] == [everything[-2].path, everything[-1].path]  # in the same order
+    assert decide.nearest(table, "torch", "2.13.0", "cpu", "3.10", "x86_64", set()) == []

@@ -55,7 +55,7 @@ def real_2_0_0_script(real_releases, tmp_path_factory) -> tuple[Path, object]:
 
 def test_dry_run_picks_the_torch_cell_of_the_shipped_release(torch_venv, real_2_0_0_script):
     script, release = real_2_0_0_script
-    result = run_script(script, "--dry-run", str(torch_venv / "bin/python"))
+    result = run_script(script, "--dry-run", "--offline", str(torch_venv / "bin/python"))
     assert result.returncode == 0, result.stderr
     (cell,) = [
         c
@@ -66,12 +66,12 @@ def test_dry_run_picks_the_torch_cell_of_the_shipped_release(torch_venv, real_2_
     assert f"decision:   torch -> {naming.wheel_path(cell)}" in result.stdout
     assert naming.wheel_url(cell) in result.stdout
     assert naming.common_wheel_url(release.info) in result.stdout
-    assert result.stdout.rstrip().endswith("dry run: nothing was installed")
+    assert result.stdout.rstrip().endswith("dry run: nothing was installed (offline: the mirror was not read)")
 
 
 def test_mirror_override(torch_venv, real_2_0_0_script):
     script, _ = real_2_0_0_script
-    result = run_script(script, "-n", str(torch_venv / "bin/python"), env={"AIACC_MIRROR_URL": "https://mirror.example/perseus/"})
+    result = run_script(script, "-n", "--offline", str(torch_venv / "bin/python"), env={"AIACC_MIRROR_URL": "https://mirror.example/perseus/"})
     assert result.returncode == 0
     assert "https://mirror.example/perseus/cpu/perseus_torch-2.0.0%2B2.13.0-cp311-cp311-" in result.stdout
 
@@ -79,7 +79,7 @@ def test_mirror_override(torch_venv, real_2_0_0_script):
 def test_unsupported_version_lists_the_nearest_cells(torch_venv, tmp_path):
     cells = [c for c in modern_cells() if not (c.framework is Framework("torch") and c.framework_version == "2.13.0" and c.cuda is None and c.python == "3.11")]
     script = write_script(tmp_path, MODERN, cells)
-    result = run_script(script, "--dry-run", str(torch_venv / "bin/python"))
+    result = run_script(script, "--dry-run", "--offline", str(torch_venv / "bin/python"))
     assert result.returncode == CODE["unsupported"], result.stdout + result.stderr
     assert "has no build for torch 2.13.0, CPU, Python 3.11, x86_64" in result.stderr
     nearest = result.stderr.split("nearest supported cells:\n", 1)[1].splitlines()
@@ -97,7 +97,7 @@ def test_venv_without_framework(tmp_path):
     venv = tmp_path / "empty"
     subprocess.run([pyenv_python("3.11"), "-m", "venv", str(venv)], check=True)
     script = write_script(tmp_path, MODERN, modern_cells())
-    result = run_script(script, "--dry-run", str(venv / "bin/python"))
+    result = run_script(script, "--dry-run", "--offline", str(venv / "bin/python"))
     assert result.returncode == CODE["no_framework"]
     assert "no deep-learning framework is installed" in result.stderr
 
@@ -107,7 +107,7 @@ def test_decision_snippet_runs_on_python_3_6(tmp_path):
     venv = tmp_path / "py36"
     subprocess.run([pyenv_python("3.6"), "-m", "venv", str(venv)], check=True)
     script = write_script(tmp_path, seed_cells()[0].release, seed_cells())
-    result = run_script(script, "--dry-run", str(venv / "bin/python"))
+    result = run_script(script, "--dry-run", "--offline", str(venv / "bin/python"))
     assert result.returncode == CODE["no_framework"], result.stderr
     assert "Python 3.6" in result.stdout
 
@@ -136,8 +136,8 @@ def test_python_36_without_the_dataclasses_backport_is_told_how_to_get_it(tmp_pa
 
 def test_framework_filter(torch_venv, tmp_path):
     script = write_script(tmp_path, MODERN, modern_cells())
-    assert run_script(script, "-n", "--framework", "pytorch", str(torch_venv / "bin/python")).returncode == 0
-    missing = run_script(script, "-n", "--framework=tf", str(torch_venv / "bin/python"))
+    assert run_script(script, "-n", "--offline", "--framework", "pytorch", str(torch_venv / "bin/python")).returncode == 0
+    missing = run_script(script, "-n", "--offline", "--framework=tf", str(torch_venv / "bin/python"))
     assert missing.returncode == CODE["no_framework"] and "tensorflow is not installed" in missing.stderr
     bad = run_script(script, "--framework", "caffe2")
     assert bad.returncode == CODE["usage"] and "unknown framework 'caffe2'" in bad.stderr
@@ -191,10 +191,10 @@ def test_externally_managed_system_python_gets_venv_advice(torch_venv, tmp_path)
         pytest.skip(f"the system Python is {version}; the torch venv is 3.11")
     site = next((torch_venv / "lib").glob("python3.11/site-packages"))
     script = write_script(tmp_path, MODERN, modern_cells())
-    result = run_script(script, "--dry-run", str(system), env={"PYTHONPATH": str(site)})
+    result = run_script(script, "--dry-run", "--offline", str(system), env={"PYTHONPATH": str(site)})
     assert result.returncode == CODE["externally_managed"], result.stdout + result.stderr
     assert "PEP 668" in result.stderr and "-m venv --system-site-packages" in result.stderr
-    allowed = run_script(script, "--dry-run", str(system), env={"PYTHONPATH": str(site), "PIP_BREAK_SYSTEM_PACKAGES": "1"})
+    allowed = run_script(script, "--dry-run", "--offline", str(system), env={"PYTHONPATH": str(site), "PIP_BREAK_SYSTEM_PACKAGES": "1"})
     assert allowed.returncode == 0
 
 
@@ -212,7 +212,7 @@ def test_torch_and_tensorflow_in_one_venv(torch_venv, real_2_0_0_script, tmp_pat
     python = str(venv / "bin/python")
     subprocess.run([python, "-m", "pip", "install", "-q", "torch==2.13.0", "tensorflow-cpu==2.21.0"], check=True)
     script, _ = real_2_0_0_script
-    result = run_script(script, "--dry-run", python)
+    result = run_script(script, "--dry-run", "--offline", python)
     assert result.returncode == 0, result.stderr
     assert "decision:   torch -> cpu/perseus_torch-2.0.0+2.13.0-cp311-cp311-" in result.stdout
     assert "decision:   tensorflow -> cpu/perseus_tensorflow-2.0.0+2.21.0-py3-none-" in result.stdout

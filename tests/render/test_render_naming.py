@@ -16,8 +16,8 @@ def test_common_wheel_and_install_script_urls():
 
 def test_base_images():
     cell = seed_cells()[0]
-    assert naming.docker_base_image(cell, "centos7") == "nvidia/cuda:11.0-cudnn-devel-centos7"
-    assert naming.docker_base_image(cell, "ubuntu1804") == "nvidia/cuda:11.0-cudnn-devel-ubuntu18.04"
+    assert naming.docker_base_image(cell, "centos7") == "nvidia/cuda:11.0.3-cudnn8-devel-centos7"
+    assert naming.docker_base_image(cell, "ubuntu1804") == "nvidia/cuda:11.0.3-cudnn8-devel-ubuntu18.04"
     assert naming.docker_base_image(cell, "debian12") == "perseus-base:debian12-cuda11.0"
     cpu = modern_cells()[0]
     assert naming.docker_base_image(cpu, "ubuntu2204") == "ubuntu:22.04"
@@ -28,7 +28,7 @@ def test_base_images():
 
 def test_builder_names():
     assert naming.manylinux_base_image(SEED, "x86_64") == "quay.io/pypa/manylinux2014_x86_64"
-    assert naming.builder_cuda_image(MODERN, "12.4") == "nvidia/cuda:12.4-devel-rockylinux8"
+    assert naming.builder_cuda_image(MODERN, "12.4") == "nvidia/cuda:12.4.1-devel-rockylinux8"
     assert naming.builder_bake_target(SEED, "11.0", "x86_64") == "builder-manylinux2014-cuda11_0-x86_64"
     assert naming.builder_bake_target(MODERN, None, "aarch64") == "builder-manylinux_2_28-cpu-aarch64"
 

@@ -1,13 +1,26 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
-from aiacc_build.model import Arch
+import pytest
+
+from aiacc_build.build.record import BuildRecord
+from aiacc_build.model import Framework
 from aiacc_build.render.support import BuildHost, build_location
 from aiacc_build.render.support_list import render_support
 
 from .sample_releases import FIXED_HOST, MODERN, SEED, modern_cells, seed_cells
+
+# A record written by `aiacc-build build --release 2.0.0` on this machine, cut down to the cells of the
+# sample release (tests/render/sample_releases.py): one cell built, the others deferred with the reason.
+RECORDED = Path(__file__).parent / "data" / "2.0.0.record.json"
+
+
+def recorded() -> BuildRecord:
+    return BuildRecord.model_validate_json(RECORDED.read_text())
 
 
 def test_build_here_needs_arch_python_and_a_local_toolkit():
@@ -21,15 +34,10 @@ def test_build_here_needs_arch_python_and_a_local_toolkit():
     assert old.where == "ci" and old.reason == "no CUDA 11.0 toolkit here (local toolkits: 11.8, 12.4, 13.0)"
     no_py = BuildHost(arch="x86_64", pythons=frozenset({"3.11"}))
     assert "no Python 3.6 interpreter under /root/.pyenv/versions" in build_location(seed_cells()[0], no_py).reason
+    assert "local toolkits: none" in build_location(cu130, no_py).reason  # no toolkit list unless one was found
     for no_binding in (tf, mx):  # built nowhere until their framework has a binding, whatever the host offers
         location = build_location(no_binding, FIXED_HOST)
         assert location.where == "none" and f"no {no_binding.framework.value} binding" in location.reason
-
-
-def test_reasons_combine():
-    cell = seed_cells()[0]
-    reason = build_location(cell, BuildHost(arch="aarch64", pythons=frozenset())).reason
-    assert reason.count("; ") == 2
 
 
 def test_detect_reads_pyenv_versions(tmp_path: Path):
@@ -41,18 +49,80 @@ def test_detect_reads_pyenv_versions(tmp_path: Path):
     assert host.pythons == frozenset({"3.11", "3.6"})
 
 
-def test_support_files():
-    md, js = render_support(SEED, seed_cells(), FIXED_HOST)
+def _rows(markdown: str) -> dict[tuple[str, ...], dict[str, str]]:
+    header = None
+    rows = {}
+    for line in markdown.splitlines():
+        if not line.startswith("| ") or line.startswith("| ---"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
+        if header is None:
+            header = cells
+            continue
+        row = dict(zip(header, cells))
+        rows[(row["framework"], row["version"], row["CUDA"], row["Python"], row["arch"])] = row
+    return rows
+
+
+def _row_key(cell) -> tuple[str, ...]:
+    python = cell.python or "any (" + ", ".join(cell.env_pythons) + ")"
+    return (cell.framework.value, cell.framework_version, cell.cuda or "CPU", python, cell.arch.value)
+
+
+def test_every_count_and_status_in_support_md_equals_the_record():
+    record = recorded()
+    md, js = render_support(MODERN, modern_cells(), record)
+    rows = _rows(md.content)
+    of_key = {c.key: c for c in record.cells}
+    assert len(rows) == len(modern_cells())
+    expected = Counter()
+    for cell in modern_cells():
+        row = rows[_row_key(cell)]
+        rec = of_key.get(cell.key)
+        status = "not built yet" if rec is None else rec.status  # the sample's 2.5.1 cell is not in 2.0.0's matrix
+        assert row["status"] == status, cell.key
+        assert row["reason"] == ("not in the build record (the matrix changed since the build)" if rec is None else rec.tested or rec.reason)
+        expected[status] += 1
+    summary = re.search(r"(\d+) cells: (\d+) built, (\d+) deferred, (\d+) not built yet\.", md.content)
+    assert summary is not None
+    assert tuple(map(int, summary.groups())) == (len(rows), expected["built"], expected["deferred"], expected["not built yet"])
+    assert json.loads(js.content)["counts"] == {s: expected[s] for s in ("built", "deferred", "not built yet")}
+    assert expected["built"] == 1 and expected["not built yet"] == 1  # the recorded build made one wheel
+
+
+def test_frameworks_without_a_binding_are_never_built():
+    for record in (recorded(), None):
+        entries = json.loads(render_support(MODERN, modern_cells(), record)[1].content)["cells"]
+        for entry in entries:
+            if entry["framework"] in ("tensorflow", "mxnet"):
+                assert entry["status"] != "built"
+                assert f"no {entry['framework']} binding" in entry["reason"]
+
+
+def test_built_needs_a_wheel_in_the_record():
+    record = recorded()
+    built = next(c for c in record.cells if c.status == "built")
+    without_wheel = record.model_copy(update={"cells": [c.model_copy(update={"sha256": None}) if c is built else c for c in record.cells]})
+    entries = json.loads(render_support(MODERN, modern_cells(), without_wheel)[1].content)["cells"]
+    assert next(e for e in entries if e["key"] == built.key)["status"] != "built"
+
+
+def test_no_record_says_not_built_yet():
+    md, js = render_support(SEED, seed_cells(), None)
     data = json.loads(js.content)
-    assert data["release"] == "1.5.0" and len(data["cells"]) == 5
+    assert data["release"] == "1.5.0" and len(data["cells"]) == 5 and data["build_record"] is None
+    assert {c["status"] for c in data["cells"]} == {"not built yet"}
+    assert "5 cells: not built yet (no build record of this release)." in md.content
     first = data["cells"][0]
-    assert first["status"] == "listed" and first["build"] == "ci"
     assert first["conda_files"] == ["torch_1.7.1_cuda11.0_py36.yaml"]
     assert first["ci_job"] == "torch-1_7_1-cuda110-x86_64"
     assert "registry.cn-beijing.aliyuncs.com/cto_office/perseus-training:centos7-cu11.0-pt1.7.1-py36-latest" in first["docker_images"]
-    assert "5 cells: 0 built on the build machine, 3 built in CI, 2 not built (their framework has no binding yet)." in md.content
+    assert "here" not in md.content.split("| --- |", 1)[1]
+    # frameworks without a binding: no CI job, and the reason
     assert [(c["framework"], c["status"], c["ci_job"]) for c in data["cells"][3:]] == [
-        ("tensorflow", "not built", None), ("mxnet", "not built", None)]
-    modern = json.loads(render_support(MODERN, modern_cells(), FIXED_HOST)[1].content)
-    assert [c["build"] for c in modern["cells"]].count("here") == 4
-    assert {c["arch"] for c in modern["cells"]} == {a.value for a in Arch}
+        ("tensorflow", "not built yet", None), ("mxnet", "not built yet", None)]
+
+
+def test_a_record_of_another_release_is_refused():
+    with pytest.raises(ValueError, match="build record is of release 2.0.0, not 1.5.0"):
+        render_support(SEED, seed_cells(), recorded())

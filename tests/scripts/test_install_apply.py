@@ -132,11 +132,17 @@ def test_damaged_wheel_is_refused_before_pip_runs(script, local_build, bare_env,
     _assert_untouched(before, bare_env, result, CODE["checksum"], message, "nothing was installed")
 
 
-def test_unknown_framework_version(release, bare_env, served, tmp_path):
+def test_unknown_framework_version(release, local_build, bare_env, tmp_path):
+    """A release without torch 2.13.0 cells: its own mirror publishes none, so the script names none."""
     cells = [c for c in release.cells if not (c.framework is Framework("torch") and c.framework_version == "2.13.0")]
     script = write_script(tmp_path, release.info, cells)
+    mirror = copy_mirror(local_build.root, tmp_path / "mirror")
+    manifest = json.loads((mirror / "manifest.json").read_text())
+    kept = {naming.wheel_path(c) for c in cells}
+    manifest["cells"] = [c for c in manifest["cells"] if c["path"] in kept]
+    (mirror / "manifest.json").write_text(json.dumps(manifest))
     before = snapshot(bare_env)
-    result = run_script(script, "--mirror", served.url, str(bare_env.python))
+    result = run_script(script, "--mirror", str(mirror), str(bare_env.python))
     _assert_untouched(before, bare_env, result, CODE["unsupported"], "has no build for torch 2.13.0, CPU, Python 3.11")
 
 

@@ -8,13 +8,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from .. import hints
 from ..errors import BuildError
 from ..index.cli import default_release, index_cmd, serve_cmd
 from ..matrix import load_release
 from ..naming import wheel_path
 from ..paths import DIST_DIR
 from .cache import DEFAULT_CACHE_DIR, BuildCache
-from .display import plan_json, plan_summary, print_plan
+from .display import plan_json, plan_summary, print_plan, print_plan_summary
 from .driver import Builder, BuildOptions, BuildReport
 from .frameworks import RegistryClient
 from .plan import human_size, plan_cells
@@ -68,24 +69,28 @@ def _report_json(report: BuildReport) -> dict[str, object]:
 
 
 def _print_report(report: BuildReport) -> None:
+    # one line per fact: a log reader greps them, the terminal wraps them
+    def say(text: str) -> None:
+        console.print(text, soft_wrap=True)
+
     for r in report.results:
         # a wheel not reused and not compiled is the shared binding build of its framework, re-tagged
         how = "reused" if r.reused else ("re-tagged" if r.core is None else "built")
-        console.print(
+        say(
             f"[green]{how}[/] {wheel_path(r.plan.cell)} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
             f"auditwheel: {r.repaired_platform}) in {r.seconds:.1f}s"
         )
         if r.smoke:
-            console.print(
+            say(
                 f"  tested: {r.smoke.description}\n    {r.smoke.output.splitlines()[-1] if r.smoke.output else ''}"
             )
         if r.note:
-            console.print(f"  [yellow]note[/]: {r.note}")
+            say(f"  [yellow]note[/]: {r.note}")
     for f in report.failures:
-        console.print(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
+        say(f"[red]failed[/] {f.plan.cell.key}: {f.error}")
     rebuilt = sum(not r.reused for r in report.results)
     backends = sorted({c.backend for c in report.cores})
-    console.print(
+    say(
         f"{len(report.results)} cells ready ({rebuilt} built, {len(report.results) - rebuilt} from the cache), "
         f"{len(report.failures)} failed, core compiled {report.core_builds}x"
         f"{' (' + ', '.join(backends) + ')' if backends else ''}, {report.seconds:.1f}s; record {report.record_path}"
@@ -126,6 +131,7 @@ def _print_report(report: BuildReport) -> None:
     show_default=True,
     help="Content-addressed build cache.",
 )
+@click.option("--verbose", "-v", is_flag=True, help="Print the whole plan: every cell with its status and reason.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan and the results as JSON on stdout.")
 def build_cmd(
     release: str | None,
@@ -137,6 +143,7 @@ def build_cmd(
     jobs: int,
     dist_dir: Path,
     cache_dir: Path,
+    verbose: bool,
     as_json: bool,
 ) -> None:
     """Plan every cell of a release, build the buildable ones, and write dist/<release>/.
@@ -149,11 +156,14 @@ def build_cmd(
     client = RegistryClient(cache_dir / "registry", offline=offline)
     plan = plan_cells(rel.info.version, rel.cells, client, chosen)
     if not as_json:
-        print_plan(plan, console)
+        (print_plan if verbose else print_plan_summary)(plan, console)
     if plan_only:
         if as_json:
             click.echo(json.dumps(plan_json(plan), indent=2))
         return
+    if chosen is not None and not plan.to_build:
+        why = "; ".join(sorted({f"{p.cell.key.split('/', 1)[1]}: {p.reason}" for p in plan.deferred if p.cell.key in chosen}))
+        raise BuildError(f"none of the selected cells can be built here: {why}")
     cache = BuildCache(cache_dir, enabled=not no_cache)
     builder = Builder(cache, dist_dir, options=BuildOptions(jobs=jobs, test=not no_test))
     try:
@@ -169,6 +179,9 @@ def build_cmd(
         click.echo(json.dumps({**plan_json(plan), "build": _report_json(report)}, indent=2))
     else:
         _print_report(report)
+        console.print(f"next: index the mirror: {hints.index(rel.info.version, dist_dir)}", soft_wrap=True)
+        for line in hints.next_steps(rel.info.version, dist_dir):
+            console.print(f"      {line}", soft_wrap=True)
     if report.failures:
         raise BuildError(f"{len(report.failures)} of {len(plan.to_build)} cells failed to build (see above)")
 

@@ -43,6 +43,22 @@ def plan_json(plan: BuildPlan) -> dict[str, Any]:
     }
 
 
+def print_plan_summary(plan: BuildPlan, console: Console) -> None:
+    """Counts per status and one line per cell to build; the full table is `print_plan` (--verbose)."""
+    s = plan_summary(plan)
+    more = s["buildable_here"] - s["build"]
+    known = sum(p.download_size or 0 for p in plan.deferred if p.buildable_here)
+    console.print(
+        f"release {plan.release}: {s['cells']} cells: {s['build']} to build here, {s['deferred']} deferred "
+        f"({more} of them buildable here with --cells, {human_size(known)} of frameworks to download; "
+        f"{s['deferred'] - more} need CI)",
+        soft_wrap=True,
+    )
+    for p in plan.to_build:
+        console.print(f"  [green]build[/] {p.cell.key.split('/', 1)[1]}: {p.reason}", soft_wrap=True)
+    console.print("  every cell with its reason: --verbose (and the build record)", soft_wrap=True)
+
+
 def print_plan(plan: BuildPlan, console: Console) -> None:
     table = Table(title=f"release {plan.release}: build plan", show_lines=False)
     table.add_column("cell", overflow="fold")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from .. import hints
 from ..adapters import adapter_for
 from ..model import Cell, Framework
 from ..naming import builder_image_tag
@@ -71,6 +72,18 @@ def binding_dir(framework: Framework, native_dir: Path = NATIVE_DIR) -> Path:
     return adapter_for(framework).binding_dir(native_dir)
 
 
+def binding_problem(framework: Framework, native_dir: Path = NATIVE_DIR) -> str | None:
+    """None when the framework's binding exists; else why no cell of it can build (its adapter's reason,
+    or the binding folder missing from native/bindings/)."""
+    adapter = adapter_for(framework)
+    if adapter.binding_missing is not None:
+        return adapter.binding_missing
+    binding = adapter.binding_dir(native_dir)
+    if (binding / "pyproject.toml").is_file():
+        return None
+    return f"no {framework.value} binding in {binding.relative_to(native_dir.parent)} yet"
+
+
 def human_size(size: int | None) -> str:
     if size is None:
         return "unknown size"
@@ -96,7 +109,7 @@ def missing_nvcc_reason(cell: Cell) -> str:
     assert cell.cuda is not None
     spec = TOOLKITS.get(cell.cuda)
     if spec is not None and spec.machine == cell.arch.value == machine_arch():
-        return f"needs nvcc {cell.cuda}: run `aiacc-build toolkit fetch {cell.cuda}` ({spec.approx_download})"
+        return f"needs nvcc {cell.cuda}: run `{hints.toolkit_fetch(cell.cuda)}` ({spec.approx_download})"
     image = builder_image_tag(cell.release, cell.cuda, cell.arch.value)
     return f"needs nvcc {cell.cuda}: only through builder image {image} (CI)"
 
@@ -114,12 +127,9 @@ def plan_cell(
     def deferred(reason: str, **found: object) -> CellPlan:
         return CellPlan(cell=cell, status=CellStatus.DEFERRED, reason=reason, buildable_here=False, **found)  # type: ignore[arg-type]
 
-    adapter = adapter_for(cell.framework)
-    if adapter.binding_missing is not None:
-        return deferred(adapter.binding_missing)
-    binding = adapter.binding_dir(native_dir)
-    if not (binding / "pyproject.toml").is_file():
-        return deferred(f"no {cell.framework.value} binding in {binding.relative_to(native_dir.parent)} yet")
+    no_binding = binding_problem(cell.framework, native_dir)
+    if no_binding is not None:
+        return deferred(no_binding)
     if cell.arch.value != machine_arch():
         return deferred(f"needs an {cell.arch.value} builder (this machine is {machine_arch()})")
     try:
@@ -169,14 +179,13 @@ def plan_cell(
             framework=artifact,
             **found,
         )  # type: ignore[arg-type]
+    build_hint = hints.build_cells(cell.release_version, cell.key.split("/", 1)[1])
     if selected is False:
         reason = "not selected"
     elif artifact.is_local:
-        reason = (
-            f"framework {artifact.filename} in a local index ({human_size(artifact.size)}): build here with --cells"
-        )
+        reason = f"framework {artifact.filename} in a local index ({human_size(artifact.size)}): build it with `{build_hint}`"
     else:
-        reason = f"framework not on local disk (download {human_size(artifact.size)}): build here with --cells"
+        reason = f"framework not on local disk (download {human_size(artifact.size)}): build it with `{build_hint}`"
     return CellPlan(
         cell=cell, status=CellStatus.DEFERRED, reason=reason, buildable_here=True, framework=artifact, **found
     )  # type: ignore[arg-type]

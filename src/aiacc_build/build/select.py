@@ -15,6 +15,7 @@ import difflib
 import fnmatch
 from collections.abc import Iterable, Sequence
 
+from .. import hints
 from ..errors import ConfigurationError, UnsupportedCellError
 from ..matrix import select_cells
 from ..model import Cell
@@ -67,7 +68,9 @@ def select(cells: Sequence[Cell], selectors: Iterable[str]) -> set[str]:
                 selector, [c.key for c in cells] + [_short_key(c) for c in cells], n=4, cutoff=0.5
             )
             hint = (
-                f"; nearest: {', '.join(near)}" if near else "; `aiacc-build matrix list --release R` lists the cells"
+                f"; nearest: {', '.join(near)}"
+                if near
+                else f"; `{hints.matrix_list(cells[0].release_version)}` lists the cells"
             )
             raise UnsupportedCellError(f"selector {selector!r} matches no cell of the release{hint}")
         chosen.update(c.key for c in hits)

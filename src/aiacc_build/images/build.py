@@ -10,6 +10,7 @@ from typing import Callable
 
 import docker
 
+from .. import hints
 from ..errors import BuildError
 
 
@@ -90,9 +91,9 @@ def push_image(client: docker.DockerClient, local_tag: str, registry: str) -> st
     try:
         for chunk in client.images.push(remote_repo, tag=tag, stream=True, decode=True):
             if "error" in chunk:
-                raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {chunk['error']}{_REGISTRY_FIX.format(registry=registry)}")
+                raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {chunk['error']}{_registry_fix(registry)}")
     except docker.errors.APIError as exc:
-        raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {exc.explanation or exc}{_REGISTRY_FIX.format(registry=registry)}") from None
+        raise ImageBuildError(f"pushing {remote_repo}:{tag} failed: {exc.explanation or exc}{_registry_fix(registry)}") from None
     return f"{remote_repo}:{tag}"
 
 
@@ -106,9 +107,11 @@ def pull_image(client: docker.DockerClient, reference: str) -> str:
         return client.images.pull(repository, tag=tag).id
     except docker.errors.APIError as exc:
         raise ImageBuildError(
-            f"pulling {reference} failed: {exc.explanation or exc}. Is it pushed (aiacc-build images build --push {registry})?"
-            + _REGISTRY_FIX.format(registry=registry)
+            f"pulling {reference} failed: {exc.explanation or exc}. Is it pushed (`images build --push {registry}` of its release pushes it)?"
+            + _registry_fix(registry)
         ) from None
 
 
-_REGISTRY_FIX = " Is a registry serving {registry} (aiacc-build images registry --port PORT)?"
+def _registry_fix(registry: str) -> str:
+    port = registry.rsplit(":", 1)[-1]
+    return f" Is a registry serving {registry} ({hints.images_registry(int(port) if port.isdigit() else 5000)})?"

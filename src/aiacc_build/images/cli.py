@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import time
 from pathlib import Path
@@ -14,7 +15,9 @@ from ..matrix import load_release
 from ..paths import DIST_DIR, REPO_ROOT
 from ..render.support import BuildHost
 from .build import pull_image, push_image
-from .engine import start_engine
+from ..render.docker import docker_run_args
+from .engine import DEFAULT_SOCKET, open_engine
+from .progress import StepProgress
 from .local import buildable_images, build_local_images, local_images
 from .registry import RegistryServerError, start_registry
 from .wheelhouse import DEFAULT_PORT
@@ -49,11 +52,21 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
     if not as_json:
         for tag, why in skipped.items():
             console.print(f"[yellow]skipped[/] {tag}: {why}")
-    engine = start_engine(STATE_DIR)
+    log_path = dist / f"{loaded.info.version}.images-build.log"
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    if not as_json:
+        console.print(f"building {len(images)} image(s); the full build log: {log_path}")
+    engine = open_engine(STATE_DIR)
     try:
-        results = build_local_images(
-            engine.client, images, dist / loaded.info.version, CACHE_DIR, port, on_line=None if as_json else console.log
-        )
+        with log_path.open("w") as log, console.status("starting") as status:
+            results = build_local_images(
+                engine.client,
+                images,
+                dist / loaded.info.version,
+                CACHE_DIR,
+                port,
+                on_line=StepProgress(", ".join(i.tags[0] for i in images), log, status.update),
+            )
         pushed = {r.image.tags[0]: push_image(engine.client, r.image.tags[0], registry) for r in results} if registry else {}
     finally:
         engine.stop()
@@ -79,8 +92,11 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
         base = f" (base made in {row['base_made_seconds']}s)" if row["base_made_seconds"] is not None else ""
         console.print(
             f"built {row['tag']} in {row['seconds']}s{base}: {row['size_bytes'] / 2**20:.0f} MiB, "
-            f"{row['cached_steps']}/{row['steps']} steps cached" + (f", pushed {row['pushed']}" if row["pushed"] else "")
+            f"{row['cached_steps']}/{row['steps']} steps cached" + (f", pushed {row['pushed']}" if row["pushed"] else ""),
+            soft_wrap=True,
         )
+        console.print(f"  run it: {docker_run_line(row['tag'], row['cell'], loaded.cells)}", soft_wrap=True)
+    console.print(f"full build log: {log_path}")
 
 
 @images_group.command("registry")
@@ -110,11 +126,18 @@ def _interrupt(signum: int, frame: object) -> None:
 @click.argument("reference")
 def pull_command(reference: str) -> None:
     """Pull REFERENCE (e.g. 127.0.0.1:5000/perseus-training:<tag>) into the local engine."""
-    engine = start_engine(STATE_DIR)
+    engine = open_engine(STATE_DIR)
     try:
         console.print(pull_image(engine.client, reference))
     finally:
         engine.stop()
+
+
+def docker_run_line(tag: str, key: str, cells) -> str:
+    """A `docker run` of a built image against this tool's engine (DOCKER_HOST, else its own socket)."""
+    cell = next(c for c in cells if c.key == key)
+    host = os.environ.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
+    return f"DOCKER_HOST={host} docker run --rm {docker_run_args(cell)} {tag} python -c 'import perseus'"
 
 
 def register(cli: click.Group) -> None:

@@ -7,6 +7,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -66,7 +67,10 @@ def _client_for(socket: str, timeout: float = 600) -> docker.DockerClient | None
         return None
 
 
-def start_engine(state_dir: Path, socket: str = "/tmp/aiacc-build-docker.sock", wait_s: float = 60) -> Engine:
+DEFAULT_SOCKET = "/tmp/aiacc-build-docker.sock"
+
+
+def start_engine(state_dir: Path, socket: str = DEFAULT_SOCKET, wait_s: float = 60) -> Engine:
     """Reuse a running engine on `socket`, else start dockerd with its data under `state_dir`."""
     client = _client_for(socket)
     if client is not None:
@@ -103,6 +107,22 @@ def start_engine(state_dir: Path, socket: str = "/tmp/aiacc-build-docker.sock", 
     raise EngineError(f"dockerd did not answer on {socket} within {wait_s:.0f}s; see {log_path}")
 
 
-def engine_socket_from_env() -> str | None:
-    host = os.environ.get("DOCKER_HOST", "")
-    return host[len("unix://"):] if host.startswith("unix://") else None
+def engine_from_env(environ: Mapping[str, str] = os.environ) -> Engine | None:
+    """The engine DOCKER_HOST names, when it is set: used as it is, never started by this tool."""
+    host = environ.get("DOCKER_HOST", "")
+    if not host:
+        return None
+    try:
+        client = docker.DockerClient(base_url=host, timeout=600)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - every failure means the same thing to the user
+        raise EngineError(
+            f"DOCKER_HOST={host} does not answer ({type(exc).__name__}): start that engine, or unset DOCKER_HOST "
+            f"to let this tool start its own dockerd on {DEFAULT_SOCKET}"
+        ) from None
+    return Engine(socket=host, client=client)
+
+
+def open_engine(state_dir: Path) -> Engine:
+    """DOCKER_HOST's engine when it is set, else the tool's own (reused, or started on DEFAULT_SOCKET)."""
+    return engine_from_env() or start_engine(state_dir)

@@ -10,7 +10,7 @@ from typing import Callable
 
 import docker
 
-from .. import naming
+from .. import hints, naming
 from ..errors import BuildError, UnsupportedCellError
 from ..render import pip
 from ..render.docker import LOCAL_DOCKERFILE, DockerImage, docker_images
@@ -86,7 +86,7 @@ def _wheels_of(image: DockerImage, mirror_root: Path) -> list[Path]:
     if missing:
         raise MissingWheelError(
             f"image {image.tags[0]} needs wheels that are not built: {', '.join(missing)}. "
-            f"Fix: aiacc-build build --release {image.cell.release_version} --cells '{image.cell.key}' (then rerun)."
+            f"Fix: {hints.build_cells(image.cell.release_version, image.cell.key.split('/', 1)[1], mirror_root.parent)} (then rerun)."
         )
     return paths
 
@@ -95,7 +95,7 @@ def _context(mirror_root: Path, into: Path) -> Path:
     """A small build context: only what the Dockerfile copies (the rendered docker/ folder)."""
     docker_dir = mirror_root / "docker"
     if not (docker_dir / LOCAL_DOCKERFILE).is_file():
-        raise MissingWheelError(f"{docker_dir / LOCAL_DOCKERFILE} is missing. Fix: aiacc-build render --release {mirror_root.name}")
+        raise MissingWheelError(f"{docker_dir / LOCAL_DOCKERFILE} is missing. Fix: {hints.render(mirror_root.name, mirror_root.parent)}")
     shutil.copytree(docker_dir, into / "docker")
     return into
 

@@ -9,14 +9,22 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from .. import hints
 from ..build.record import mirror_root
 from ..errors import ConfigurationError
+from ..matrix import load_release
 from ..naming import simple_index_dir
 from ..paths import DIST_DIR
 from .mirror import build_index
 from .serve import LOOPBACK, MirrorServer, tls_context
+from .served import point_install_script
 
 console = Console()
+
+
+def _counts(root: Path) -> str:
+    counts = json.loads((root / "support.json").read_text())["counts"]
+    return ", ".join(f"{n} {status}" for status, n in counts.items())
 
 
 def default_release() -> str:
@@ -35,6 +43,14 @@ dist_option = click.option(
 )
 
 
+base_url_option = click.option(
+    "--base-url",
+    metavar="URL",
+    help="The URL this mirror copy is served from: the install script written into it uses it as its default "
+    "mirror (default: the release's mirror URL).",
+)
+
+
 @click.command("index")
 @click.option("--release", "release", metavar="R", help="Release to index (default: the newest in matrix/releases).")
 @dist_option
@@ -44,11 +60,13 @@ dist_option = click.option(
     help="Index the wheels lying in dist/<release>/ (e.g. CI artifacts) instead of a build record: "
     "a cell whose wheel is there is built, the others are listed as not built.",
 )
+@base_url_option
 @click.option("--json", "as_json", is_flag=True, help="Print what was written as JSON.")
-def index_cmd(release: str | None, dist_dir: Path, from_wheels: bool, as_json: bool) -> None:
-    """Write the PEP 503 indexes, manifest.json and SHA256SUMS of dist/<release>/ (after `build`)."""
+def index_cmd(release: str | None, dist_dir: Path, from_wheels: bool, base_url: str | None, as_json: bool) -> None:
+    """Write the PEP 503 indexes, manifest.json, SHA256SUMS, SUPPORT.md / support.json (from the build
+    record) and the install script of dist/<release>/ (after `build`)."""
     release = release or default_release()
-    result = build_index(release, dist_dir, from_wheels=from_wheels)
+    result = build_index(release, dist_dir, from_wheels=from_wheels, base_url=base_url)
     built = result.manifest.built
     if as_json:
         click.echo(
@@ -76,6 +94,9 @@ def index_cmd(release: str | None, dist_dir: Path, from_wheels: bool, as_json: b
     console.print(f"  {len(result.checksummed)} files in SHA256SUMS")
     for path in result.stale:
         console.print(f"  [yellow]not published[/]: {path} (no cell of this build made it; delete it)")
+    console.print(f"  SUPPORT.md: {_counts(result.root)}")
+    for line in hints.next_steps(release, dist_dir):
+        console.print(line, soft_wrap=True)
 
 
 @click.command("serve")
@@ -98,15 +119,24 @@ def index_cmd(release: str | None, dist_dir: Path, from_wheels: bool, as_json: b
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The private key of --certfile (default: inside --certfile).",
 )
-def serve_cmd(release: str | None, port: int, dist_dir: Path, certfile: Path | None, keyfile: Path | None) -> None:
-    """Serve dist/<release>/ over HTTP (or HTTPS) on 127.0.0.1 (Ctrl-C stops), a local stand-in for the mirror URL."""
+@click.option(
+    "--base-url",
+    metavar="URL",
+    help="Write this URL into the served install script as its default mirror (e.g. the URL a proxy serves "
+    "this copy at); default: the URL this server listens on.",
+)
+def serve_cmd(
+    release: str | None, port: int, dist_dir: Path, certfile: Path | None, keyfile: Path | None, base_url: str | None
+) -> None:
+    """Serve dist/<release>/ over HTTP (or HTTPS) on 127.0.0.1 (Ctrl-C stops), a local stand-in for the
+    mirror URL. The install script it serves defaults to this server (or --base-url) as its mirror."""
     release = release or default_release()
     if keyfile is not None and certfile is None:
         raise ConfigurationError("--keyfile needs --certfile")
     root = mirror_root(release, dist_dir)
     if not (root / "manifest.json").is_file():
         raise ConfigurationError(
-            f"{root} is not an indexed mirror: run `aiacc-build build` and `aiacc-build index` first"
+            f"{root} is not an indexed mirror: run `{hints.build(release, dist_dir)}` and `{hints.index(release, dist_dir)}` first"
         )
     try:
         tls = tls_context(certfile, keyfile) if certfile is not None else None
@@ -115,7 +145,13 @@ def serve_cmd(release: str | None, port: int, dist_dir: Path, certfile: Path | N
         raise ConfigurationError(f"cannot use {certfile} / {keyfile or certfile} for TLS: {exc.reason}") from None
     except OSError as exc:
         raise ConfigurationError(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror}; pick another --port") from None
+    try:
+        point_install_script(load_release(release), root, base_url or server.url)
+    except Exception:
+        server.httpd.server_close()
+        raise
     console.print(f"serving {root} at [bold]{server.url}/[/]")
+    console.print(f"  install: {hints.run_installer(server.url)}", soft_wrap=True)
     console.print(f"  pip install --index-url {server.url}/<folder>/{simple_index_dir(None)} perseus_torch==<version>")
     console.print(f"  pip install <wheel URL> --extra-index-url {server.url}/{simple_index_dir(None)}")
     try:

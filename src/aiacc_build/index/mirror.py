@@ -20,14 +20,17 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import hints
 from ..build.hashing import file_sha256
 from ..build.record import BuildRecord, load_record, mirror_root
 from ..build.wheelinfo import read_wheel
 from ..errors import BuildError, ConfigurationError
 from ..naming import COMMON_DISTRIBUTION, MANIFEST_FILENAME, SIMPLE_INDEX_DIR
 from ..paths import DIST_DIR
+from ..render.output import RenderedFile
 from .checksums import published_files, write_checksums
 from .manifest import Manifest, make_manifest
+from .served import served_files, write_rendered
 from .simple import IndexedFile, write_index
 
 
@@ -43,9 +46,9 @@ class IndexResult:
 def _verify(root: Path, path: str, sha256: str) -> None:
     target = root / path
     if not target.is_file():
-        raise BuildError(f"{target} is missing although the build record lists it: run `aiacc-build build` again")
+        raise BuildError(f"{target} is missing although the build record lists it: run `{hints.build(root.name, root.parent)}` again")
     if file_sha256(target) != sha256:
-        raise BuildError(f"{target} changed since it was built (sha256 differs): run `aiacc-build build` again")
+        raise BuildError(f"{target} changed since it was built (sha256 differs): run `{hints.build(root.name, root.parent)}` again")
 
 
 def _remove_old_pages(root: Path) -> None:
@@ -60,24 +63,31 @@ def _indexed(root: Path, project: str, path: str, sha256: str) -> IndexedFile:
     )
 
 
-def build_index(release: str, dist_dir: Path = DIST_DIR, from_wheels: bool = False) -> IndexResult:
+def build_index(
+    release: str, dist_dir: Path = DIST_DIR, from_wheels: bool = False, base_url: str | None = None
+) -> IndexResult:
+    """`base_url`: where this copy is served from; the install script written here defaults to it."""
+    from ..matrix import load_release
+
     root = mirror_root(release, dist_dir)
     if from_wheels:
-        from ..matrix import load_release
         from .collect import record_from_wheels
 
-        return _publish(record_from_wheels(load_release(release), root), root)
-    record = load_record(release, dist_dir)
-    if record is None:
-        raise ConfigurationError(
-            f"no build of release {release} in {dist_dir}: run `aiacc-build build --release {release}` first"
-        )
+        loaded = load_release(release)
+        record = record_from_wheels(loaded, root)
+    else:
+        found = load_record(release, dist_dir)
+        if found is None:
+            raise ConfigurationError(
+                f"no build of release {release} in {dist_dir}: run `{hints.build(release, dist_dir)}` first"
+            )
+        record, loaded = found, load_release(release)
     if record.common is None:
-        raise BuildError(f"the build of release {release} has no perseus-common wheel: run `aiacc-build build` again")
-    return _publish(record, root)
+        raise BuildError(f"the build of release {release} has no perseus-common wheel: run `{hints.build(release, dist_dir)}` again")
+    return _publish(record, root, served_files(loaded, record, base_url))
 
 
-def _publish(record: BuildRecord, root: Path) -> IndexResult:
+def _publish(record: BuildRecord, root: Path, rendered_files: list[RenderedFile]) -> IndexResult:
     assert record.common is not None
     common = record.common
     _verify(root, common.path, common.sha256)
@@ -97,6 +107,8 @@ def _publish(record: BuildRecord, root: Path) -> IndexResult:
 
     manifest = make_manifest(record, sorted(folders))
     (root / MANIFEST_FILENAME).write_text(manifest.model_dump_json(indent=2) + "\n")
+    for rendered in rendered_files:
+        write_rendered(root, rendered)
 
     known = {common.path: common.sha256, **{c.path: c.sha256 for c in record.built if c.sha256}}
     everything = published_files(root, excluded=set())

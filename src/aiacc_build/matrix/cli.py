@@ -117,15 +117,24 @@ def show_cmd(cell: str, as_json: bool) -> None:
 @matrix.command("validate")
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 def validate_cmd(files: tuple[Path, ...]) -> None:
-    """Validate release FILES (default: every file in matrix/releases) and the facts. Invalid: exit 3."""
+    """Validate release FILES (default: every file in matrix/releases), the facts, and every base image
+    their Dockerfiles can resolve to (docker/base_images.yaml). Invalid: exit 3."""
+    from ..base_images import BaseImageError
+    from ..render.docker import builder_images, checked_bases, docker_images
+    from ..render.support import BuildHost
+
     targets = list(files) or sorted(RELEASES_DIR.glob("*.yaml"))
     problems: list[str] = []
+    no_local_images = BuildHost(arch="", pythons=frozenset())
     for f in targets:
         try:
             rel = load_release(f)
+            checked_bases(docker_images(rel.cells, no_local_images), builder_images(rel.info, rel.cells))
             console.print(f"[green]ok[/green] {f}: release {rel.info.version}, {len(rel.cells)} cells")
         except MatrixError as exc:
             problems.extend(exc.problems)
+        except BaseImageError as exc:
+            problems.append(f"{f}: {exc}")
     if problems:
         raise MatrixError(problems)
 

@@ -13,6 +13,7 @@ import json
 from dataclasses import dataclass
 
 from .. import naming
+from ..base_images import BaseImageStatus, check, shipped_table
 from ..model import Arch, Cell, ReleaseInfo, group_cells
 from . import pip
 from .output import RenderedFile
@@ -60,6 +61,11 @@ class BuilderImage:
     args: dict[str, str]
 
 
+def docker_run_args(cell: Cell) -> str:
+    """`docker run` options of a cell's image: a GPU only for a CUDA image (a CPU host has no GPU runtime)."""
+    return ("--gpus all " if cell.cuda is not None else "") + DOCKER_RUN_ARGS
+
+
 def _image_args(cell: Cell, os_type: str, python: str, local: bool) -> dict[str, str]:
     args = {
         "BASE_IMAGE": naming.docker_base_image(cell, os_type),
@@ -67,6 +73,7 @@ def _image_args(cell: Cell, os_type: str, python: str, local: bool) -> dict[str,
         "FRAMEWORK": cell.framework.value,
         "FRAMEWORK_VERSION": cell.framework_version,
         "CUDA_VERSION": cell.cuda or "cpu",
+        "DOCKER_RUN_ARGS": docker_run_args(cell),
     }
     if not local:
         return args | {"CONDA_ENV_FILE": f"{cell.release.conda_dir}/{naming.conda_filename(cell, python)}"}
@@ -81,11 +88,18 @@ def _image_args(cell: Cell, os_type: str, python: str, local: bool) -> dict[str,
     }
 
 
+def unpublished_base(cell: Cell, os_type: str) -> str | None:
+    """Why no image of this cell exists for `os_type` (upstream never published its base), or None."""
+    return shipped_table().absent_reason(naming.docker_base_image(cell, os_type))
+
+
 def docker_images(cells: tuple[Cell, ...] | list[Cell], host: BuildHost) -> list[DockerImage]:
     images: list[DockerImage] = []
     for variants in arch_variants(cells):
         cell = variants[0]
         for os_type in cell.release.docker_os_types:
+            if unpublished_base(cell, os_type) is not None:
+                continue
             for python in cell.env_pythons:
                 ref = naming.docker_image_ref(cell, os_type, python, registry=cell.release.docker_registry)
                 images.append(_image(variants, os_type, python, local=False, tags=(ref,)))
@@ -134,7 +148,41 @@ def builder_images(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -
     return list(seen.values())
 
 
-def bake_document(images: list[DockerImage], builders: list[BuilderImage]) -> dict:
+def base_references(args: dict[str, str]) -> list[str]:
+    """The images a bake target's FROM lines resolve to: every *_IMAGE argument."""
+    return [value for name, value in args.items() if name.endswith("_IMAGE")]
+
+
+def checked_bases(images: list[DockerImage], builders: list[BuilderImage]) -> dict[str, BaseImageStatus]:
+    """Every base image the rendered Dockerfiles can resolve to, checked against docker/base_images.yaml."""
+    table = shipped_table()
+    references = [MICROMAMBA_IMAGE] + [r for i in images for r in base_references(i.args)]
+    references += [r for b in builders for r in base_references(b.args)]
+    return {r: check(table, r) for r in dict.fromkeys(references)}
+
+
+def base_image_labels(cells: tuple[Cell, ...] | list[Cell], host: BuildHost) -> dict[str, dict[str, str]]:
+    """Cell key -> {base image: its upstream status} for the support list, unpublished bases included."""
+    statuses = checked_bases(docker_images(cells, host), builder_images(cells[0].release, cells))
+    labels: dict[str, dict[str, str]] = {}
+    for cell in cells:
+        entry = labels.setdefault(cell.key, {})
+        for os_type in cell.release.docker_os_types:
+            ref = naming.docker_base_image(cell, os_type)
+            why = unpublished_base(cell, os_type)
+            entry[ref] = f"not published upstream, no image: {why}" if why else statuses[ref].label
+    return labels
+
+
+def _status_labels(args: dict[str, str], statuses: dict[str, BaseImageStatus]) -> dict[str, str]:
+    return {
+        f"ai.perseus.{name.lower().replace('_', '-')}": f"{ref}: {statuses[ref].label}"
+        for name, ref in args.items()
+        if name.endswith("_IMAGE") and ref in statuses
+    }
+
+
+def bake_document(images: list[DockerImage], builders: list[BuilderImage], statuses: dict[str, BaseImageStatus]) -> dict:
     targets: dict[str, dict] = {}
     for image in images:
         target: dict[str, object] = {
@@ -144,6 +192,7 @@ def bake_document(images: list[DockerImage], builders: list[BuilderImage]) -> di
             "args": image.args,
             "tags": list(image.tags),
             "platforms": [_PLATFORMS[c.arch] for c in image.variants],
+            "labels": _status_labels(image.args, statuses),
         }
         if image.local:
             # The loopback servers of `aiacc-build images build` must be reachable from the build.
@@ -158,6 +207,7 @@ def bake_document(images: list[DockerImage], builders: list[BuilderImage]) -> di
             "args": builder.args,
             "tags": [builder.tag],
             "platforms": [_PLATFORMS[builder.arch]],
+            "labels": _status_labels(builder.args, statuses),
         }
     groups = {
         "default": {"targets": [i.target for i in images if not i.local]},
@@ -170,6 +220,7 @@ def bake_document(images: list[DockerImage], builders: list[BuilderImage]) -> di
 def render_docker(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], host: BuildHost) -> list[RenderedFile]:
     images = docker_images(cells, host)
     builders = builder_images(release, cells)
+    statuses = checked_bases(images, builders)
     files = [
         RenderedFile(
             path=f"docker/{name}",
@@ -197,6 +248,6 @@ def render_docker(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], ho
             kind="docker",
         )
     )
-    bake = json.dumps(bake_document(images, builders), indent=2, sort_keys=False) + "\n"
+    bake = json.dumps(bake_document(images, builders, statuses), indent=2, sort_keys=False) + "\n"
     files.append(RenderedFile(path=BAKE_FILE, content=bake, kind="docker"))
     return files

@@ -91,11 +91,15 @@ def framework_table() -> str:
     return "[\n" + ",\n".join(json.dumps(r, sort_keys=False) for r in rows) + "\n]"
 
 
-def render_install_script(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
+def render_install_script(
+    release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], mirror_url: str | None = None
+) -> RenderedFile:
+    """`mirror_url`: the script's default mirror, where this copy is served from (default: the release's)."""
     frameworks = installer_frameworks()
     content = render(
         "scripts/install_AIACC-Training.sh.j2",
         release=release,
+        mirror_url=mirror_url or release.mirror_url,
         frameworks=frameworks,
         framework_names=[f.name for f in frameworks],
         framework_table=framework_table(),

@@ -7,10 +7,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..build.record import BuildRecord, load_record
 from ..model import Cell, ReleaseInfo
 from .ci import render_ci
 from .conda import render_conda
-from .docker import render_docker
+from .docker import base_image_labels, render_docker
 from .install_script import render_install_script
 from .output import RenderedFile, WriteReport, write_files
 from .support import BuildHost
@@ -20,7 +21,10 @@ from .variants import arch_variants
 KINDS = ("conda", "docker", "ci", "install-script", "support")
 
 
-def render_release(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], host: BuildHost) -> list[RenderedFile]:
+def render_release(
+    release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], host: BuildHost, record: BuildRecord | None = None
+) -> list[RenderedFile]:
+    """`record`: the release's build record, the only source of the support list's statuses."""
     if not cells:
         raise ValueError(f"release {release.version} has no cells")
     foreign = [c.key for c in cells if c.release_version != release.version]
@@ -33,7 +37,7 @@ def render_release(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], h
     files += render_docker(release, cells, host)
     files.append(render_ci(release, cells))
     files.append(render_install_script(release, cells))
-    files += render_support(release, cells, host)
+    files += render_support(release, cells, record, base_image_labels(cells, host))
     return files
 
 
@@ -62,14 +66,15 @@ class ReleaseResult:
 
 def render_release_to(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], out_dir: Path, host: BuildHost) -> ReleaseResult:
     start = time.perf_counter()
-    files = render_release(release, cells, host)
+    files = render_release(release, cells, host, load_record(release.version, out_dir.parent))
     return write_release(release, cells, files, out_dir, start)
 
 
 def render_releases_to(releases: list, out: Path, host: BuildHost) -> list[ReleaseResult]:
-    """Render every release in memory first, then write: a release that cannot render writes nothing."""
+    """Render every release in memory first, then write: a release that cannot render writes nothing.
+    A build record beside a release's folder (OUT/<release>.record.json) fills its support list."""
     start = time.perf_counter()
-    rendered = [(r, render_release(r.info, r.cells, host)) for r in releases]
+    rendered = [(r, render_release(r.info, r.cells, host, load_record(r.info.version, out))) for r in releases]
     return [write_release(r.info, r.cells, files, out / r.info.version, start) for r, files in rendered]
 
 

@@ -1,7 +1,6 @@
-"""Where a cell's wheel is built: on this machine or in CI, and why. One function for every caller.
+"""Which cells this machine could build: the renderer picks the Docker images made locally from it.
 
-The renderer writes it into SUPPORT.md / support.json and picks the Docker images made locally from
-it; the build planner uses the same `build_location` to decide what to build here.
+Where a cell was actually built is the build record's to say (render.support_list reads it).
 """
 
 from __future__ import annotations
@@ -14,9 +13,6 @@ from ..adapters import adapter_for
 from ..model import Cell
 
 PYENV_VERSIONS = Path("/root/.pyenv/versions")
-# CUDA toolkits this machine can compile with: 13.0 at /usr/local/cuda, 11.8 and 12.4 from Debian's
-# non-free nvidia-cuda-toolkit installed into a locally made image.
-LOCAL_CUDA_TOOLKITS: tuple[str, ...] = ("11.8", "12.4", "13.0")
 
 
 @dataclass(frozen=True)
@@ -25,12 +21,19 @@ class BuildHost:
 
     arch: str
     pythons: frozenset[str]  # minor versions with an interpreter, e.g. {"3.6", "3.11"}
-    cuda_toolkits: tuple[str, ...] = LOCAL_CUDA_TOOLKITS
+    cuda_toolkits: tuple[str, ...] = ()  # CUDA major.minor of each real nvcc found
     pythons_root: str = str(PYENV_VERSIONS)
 
     @classmethod
     def detect(cls, pythons_root: Path = PYENV_VERSIONS) -> BuildHost:
-        return cls(arch=platform.machine(), pythons=frozenset(_pyenv_minors(pythons_root)), pythons_root=str(pythons_root))
+        from ..build.toolchain import cuda_compilers
+
+        return cls(
+            arch=platform.machine(),
+            pythons=frozenset(_pyenv_minors(pythons_root)),
+            cuda_toolkits=tuple(sorted({c.cuda for c in cuda_compilers()})),
+            pythons_root=str(pythons_root),
+        )
 
 
 def _pyenv_minors(root: Path) -> set[str]:
@@ -74,7 +77,7 @@ def build_location(cell: Cell, host: BuildHost) -> BuildLocation:
     if python not in host.pythons:
         missing.append(f"no Python {python} interpreter under {host.pythons_root}")
     if cell.cuda is not None and cell.cuda not in host.cuda_toolkits:
-        missing.append(f"no CUDA {cell.cuda} toolkit here (local toolkits: {', '.join(host.cuda_toolkits)})")
+        missing.append(f"no CUDA {cell.cuda} toolkit here (local toolkits: {', '.join(host.cuda_toolkits) or 'none'})")
     if missing:
         return BuildLocation("ci", "; ".join(missing))
     accel = "CPU build" if cell.cuda is None else f"CUDA {cell.cuda} toolkit"

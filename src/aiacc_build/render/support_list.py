@@ -1,22 +1,56 @@
-"""SUPPORT.md and support.json: every cell of a release, its artifacts, its status and the reason."""
+"""SUPPORT.md and support.json: every cell of a release, its artifacts, and where it stands, read from
+the build record (dist/<release>.record.json) alone.
+
+A cell is "built" only when the record holds its wheel (file and sha256); a cell the record defers
+keeps the record's reason; with no record every cell is "not built yet". Frameworks without a binding
+say so (the planner's own check), whether or not a record exists.
+"""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
+from dataclasses import dataclass
 
 from .. import naming
+from ..adapters import adapter_for
+from ..build.plan import binding_problem
+from ..build.record import BuildRecord, CellRecord
 from ..model import Cell, ReleaseInfo, group_cells
+from .docker import unpublished_base
 from .output import RenderedFile
-from .support import BuildHost, build_location
 from .templates import render
 
-STATUS_LISTED = "listed"  # in the matrix; every artifact rendered. Later issues add "built", "published".
-STATUS_NO_BINDING = "not built"  # its framework has no binding yet: no wheel, no CI job
+STATUS_BUILT = "built"
+STATUS_DEFERRED = "deferred"
+STATUS_NOT_BUILT = "not built yet"
+STATUSES = (STATUS_BUILT, STATUS_DEFERRED, STATUS_NOT_BUILT)
 
 
-def cell_entry(cell: Cell, host: BuildHost, ci_job: str) -> dict:
-    location = build_location(cell, host)
-    built = location.where != "none"
+@dataclass(frozen=True)
+class CellStanding:
+    status: str  # one of STATUSES
+    reason: str
+
+
+def cell_standing(cell: Cell, record: BuildRecord | None) -> CellStanding:
+    recorded: CellRecord | None = None
+    if record is not None:
+        recorded = next((c for c in record.cells if c.key == cell.key), None)
+    if recorded is not None and recorded.status == "built" and recorded.sha256:
+        return CellStanding(STATUS_BUILT, recorded.tested or recorded.reason)
+    no_binding = binding_problem(cell.framework)
+    if recorded is not None:
+        return CellStanding(STATUS_DEFERRED, recorded.reason)
+    if no_binding is not None:
+        return CellStanding(STATUS_NOT_BUILT, no_binding)
+    if record is None:
+        return CellStanding(STATUS_NOT_BUILT, "no build record of this release yet")
+    return CellStanding(STATUS_NOT_BUILT, "not in the build record (the matrix changed since the build)")
+
+
+def cell_entry(cell: Cell, record: BuildRecord | None, ci_job: str, base_images: dict[str, str]) -> dict:
+    standing = cell_standing(cell, record)
     return {
         "key": cell.key,
         "framework": cell.framework.value,
@@ -33,36 +67,52 @@ def cell_entry(cell: Cell, host: BuildHost, ci_job: str) -> dict:
         "docker_images": [
             naming.docker_image_ref(cell, os_type, p, registry=cell.release.docker_registry)
             for os_type in cell.release.docker_os_types
+            if unpublished_base(cell, os_type) is None
             for p in cell.env_pythons
         ],
-        "ci_job": ci_job if built else None,
-        "status": STATUS_LISTED if built else STATUS_NO_BINDING,
-        "build": location.where,
-        "reason": location.reason,
+        "base_images": base_images,
+        # the CI workflow's rule: a framework whose adapter declares no binding gets no job
+        "ci_job": ci_job if adapter_for(cell.framework).binding_missing is None else None,
+        "status": standing.status,
+        "reason": standing.reason,
     }
 
 
-def support_entries(cells: tuple[Cell, ...] | list[Cell], host: BuildHost) -> list[dict]:
+def support_entries(
+    cells: tuple[Cell, ...] | list[Cell], record: BuildRecord | None, base_images: dict[str, dict[str, str]] | None = None
+) -> list[dict]:
+    """`base_images`: cell key -> {base image reference: its upstream status} (from docker.base_image_status)."""
     job_of = {}
     for group in group_cells(cells):
         for cell in group.cells:
             job_of[cell.key] = naming.ci_job_id(group)
-    return [cell_entry(c, host, job_of[c.key]) for c in cells]
+    return [cell_entry(c, record, job_of[c.key], (base_images or {}).get(c.key, {})) for c in cells]
 
 
-def render_support(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], host: BuildHost) -> list[RenderedFile]:
-    entries = support_entries(cells, host)
+def render_support(
+    release: ReleaseInfo,
+    cells: tuple[Cell, ...] | list[Cell],
+    record: BuildRecord | None,
+    base_images: dict[str, dict[str, str]] | None = None,
+) -> list[RenderedFile]:
+    if record is not None and record.release != release.version:
+        raise ValueError(f"the build record is of release {record.release}, not {release.version}")
+    entries = support_entries(cells, record, base_images)
+    counts = Counter(e["status"] for e in entries)
     document = {
         "release": release.version,
         "mirror_url": release.mirror_url,
         "cibuildwheel": release.cibuildwheel,
-        "build_host": {"arch": host.arch, "pythons": sorted(host.pythons, key=lambda v: tuple(map(int, v.split(".")))), "cuda_toolkits": list(host.cuda_toolkits)},
+        "build_record": None if record is None else {"tool_version": record.tool_version, "cells": len(record.cells)},
+        "counts": {s: counts.get(s, 0) for s in STATUSES},
         "cells": entries,
     }
-    here = sum(1 for e in entries if e["build"] == "here")
-    ci = sum(1 for e in entries if e["build"] == "ci")
     markdown = render(
-        "SUPPORT.md.j2", release=release, entries=entries, here=here, ci=ci, not_built=len(entries) - here - ci,
+        "SUPPORT.md.j2",
+        release=release,
+        entries=entries,
+        counts=document["counts"],
+        has_record=record is not None,
         install_script=naming.INSTALL_SCRIPT_NAME,
     )
     return [

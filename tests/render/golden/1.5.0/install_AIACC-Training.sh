@@ -51,7 +51,7 @@ AIACC_FRAMEWORK_TABLE
 
 usage() {
   cat <<USAGE
-Usage: bash install_AIACC-Training.sh [--dry-run] [--framework NAME] [--mirror URL|DIR]
+Usage: bash install_AIACC-Training.sh [--dry-run [--offline]] [--framework NAME] [--mirror URL|DIR]
                                      [--ca-bundle PEM] [--uninstall] [PYTHON]
 
 Install AIACC-Training (Perseus) ${RELEASE} for the deep-learning frameworks installed for PYTHON
@@ -60,7 +60,9 @@ version and the machine's architecture. With several frameworks installed, each 
 Run it again after upgrading a framework: the matching wheel replaces the old one.
 
 Options:
-  -n, --dry-run         detect and explain the decision; install nothing
+  -n, --dry-run         detect and explain the decision, and check the mirror publishes the chosen
+                        wheels (reads its manifest); install nothing
+  --offline             with --dry-run: decide from this script's table alone, without the mirror
   --framework NAME      only this framework: torch (pytorch, pt), tensorflow (tf), mxnet (mx)  --mirror URL|DIR      where the wheels come from: an https:// URL, http:// only on this machine
                         (127.0.0.1, ::1, localhost), or a local folder for offline installs
                         (default ${MIRROR_URL})
@@ -96,6 +98,7 @@ die() {  # die CODE MESSAGE
 }
 
 dry_run=0
+offline=0
 uninstall=0
 ca_bundle="${AIACC_CA_BUNDLE:-}"
 framework=""
@@ -105,6 +108,7 @@ while [ "$#" -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     -n | --dry-run) dry_run=1 ;;
+    --offline) offline=1 ;;
     --uninstall) uninstall=1 ;;
     --mirror | --ca-bundle)
       [ "$#" -ge 2 ] && [ -n "$2" ] || die "$EXIT_USAGE" "$1 needs a value (see --help)"
@@ -130,6 +134,10 @@ while [ "$#" -gt 0 ]; do
   shift
 done
 
+if [ "$offline" = 1 ] && [ "$dry_run" = 0 ]; then
+  die "$EXIT_USAGE" "--offline goes with --dry-run only: installing reads the mirror (see --help)"
+fi
+
 case "$framework" in
   "") ;;
   torch | pytorch | pt) framework=torch ;;
@@ -152,9 +160,9 @@ esac
 exec env AIACC_CELL_TABLE="$CELL_TABLE" AIACC_RELEASE="$RELEASE" AIACC_MIRROR_URL="$MIRROR_URL" \
   AIACC_FRAMEWORK="$framework" AIACC_EXIT_CODES="$EXIT_CODES" AIACC_COMMON_WHEEL=perseus_common-1.5.0-py3-none-any.whl \
   AIACC_FRAMEWORKS="$FRAMEWORK_TABLE" \
-  AIACC_DRY_RUN="$dry_run" AIACC_UNINSTALL="$uninstall" AIACC_CA_BUNDLE="$ca_bundle" \
+  AIACC_DRY_RUN="$dry_run" AIACC_OFFLINE="$offline" AIACC_UNINSTALL="$uninstall" AIACC_CA_BUNDLE="$ca_bundle" \
   "$python_cmd" - <<'AIACC_INSTALLER_PY'
-# The decision half of install_AIACC-Training.sh, embedded in it by `aiacc-build render`.
+# The decision half of install_AIACC-Training.sh, embedded in it when the script is rendered.
 # It runs under the user's Python (3.6 or newer: no walrus, no f-string `=`, no capture_output) and
 # reads its inputs from the environment the script sets: AIACC_CELL_TABLE (one line per cell:
 # framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
@@ -466,7 +474,8 @@ def python_fits(cell, python):
     return cell.python in ("any", python)
 
 
-def nearest(cells, framework, version, accel, python, arch, limit=5):
+def nearest(cells, framework, version, accel, python, arch, published=None, limit=5):
+    """The closest cells of `framework`; with `published` (the mirror's wheel paths), only those."""
     def distance(cell):
         v_cell, v_mine = numbers(cell.version), numbers(version)
         v_dist = tuple(abs(a - b) for a, b in zip(v_cell + (0, 0, 0), v_mine + (0, 0, 0)))[:3]
@@ -478,7 +487,7 @@ def nearest(cells, framework, version, accel, python, arch, limit=5):
             a_dist = abs(_cuda_number(cell.accel) - _cuda_number(accel))
         p_dist = 0 if python_fits(cell, python) else 1 + abs(numbers(cell.python)[1] - numbers(python)[1])
         return (cell.arch != arch, v_dist, a_dist, p_dist)
-    same = [c for c in cells if c.framework == framework]
+    same = [c for c in cells if c.framework == framework and (published is None or c.path in published)]
     return sorted(same, key=distance)[:limit]
 
 
@@ -507,8 +516,9 @@ def decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cud
     return None, None
 
 
-def detect_and_decide():
-    """Detect, decide and explain: [(framework, cell, how the CUDA was picked)], one per framework to install."""
+def detect_and_decide(published=None):
+    """Detect, decide and explain: [(framework, cell, how the CUDA was picked)], one per framework to install.
+    `published`: the wheel paths the mirror publishes (None: the mirror was not read)."""
     cells = load_table()
     release = os.environ["AIACC_RELEASE"]
     wanted = os.environ.get("AIACC_FRAMEWORK", "")
@@ -549,9 +559,11 @@ def detect_and_decide():
         cell, how = decide(cells, framework, version, accel, python, arch, driver_cuda, nvcc_cuda)
         if cell is None:
             public = version.split("+", 1)[0]
-            lines = ["  " + c.describe() + "  (" + c.path + ")" for c in nearest(cells, framework, public, accel, python, arch)]
-            problems.append("AIACC-Training %s has no build for %s %s, %s, Python %s, %s.\n nearest supported cells:\n%s"
-                            % (release, framework, public, built, python, arch, "\n".join(lines) or "  (none)"))
+            near = nearest(cells, framework, public, accel, python, arch, published)
+            lines = ["  " + c.describe() + "  (" + c.path + ")" for c in near]
+            where = "nearest cells this mirror publishes" if published is not None else "nearest supported cells"
+            problems.append("AIACC-Training %s has no build for %s %s, %s, Python %s, %s.\n %s:\n%s"
+                            % (release, framework, public, built, python, arch, where, "\n".join(lines) or "  (none)"))
             continue
         chosen.append((framework, cell, how))
 
@@ -611,7 +623,7 @@ def check_pip():
 
 # The installing half of install_AIACC-Training.sh, embedded after install_decide.py (one program, one
 # namespace: it uses say/fail/installed_distributions/metadata_folders/detect_and_decide from there). Python 3.6+,
-# standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_UNINSTALL ("1" or ""),
+# standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_OFFLINE, AIACC_UNINSTALL ("1" or ""),
 # AIACC_CA_BUNDLE (a PEM file, or empty).
 #
 # The order makes every failure leave the environment as it was: fetch the mirror's manifest, check it
@@ -928,18 +940,31 @@ def indent(text):
 
 # --- install / uninstall ---------------------------------------------------------------------------
 
-def install(chosen, mirror, release):
-    common_path = os.environ["AIACC_COMMON_WHEEL"]
+def read_manifest(mirror, release):
+    """{path: record} of what the mirror publishes, checked against this script's table (exit 9 when the
+    mirror cannot be read, 11 when it disagrees)."""
     manifest = mirror.read_json("manifest.json")
-    records = check_manifest(manifest, load_table(), release, common_path)
+    records = check_manifest(manifest, load_table(), release, os.environ["AIACC_COMMON_WHEEL"])
     say("mirror:     %s (manifest of AIACC-Training %s agrees with this script)" % (mirror.location, release))
+    return records
 
+
+def published_paths(records):
+    return set(path for path, record in records.items() if record.get("status") == "built")
+
+
+def check_published(chosen, records):
+    """Every chosen wheel is one the mirror publishes (exit 11 otherwise)."""
+    published = published_paths(records)
+    for _, cell, _ in chosen:
+        if cell.path not in published:
+            fail("mirror_mismatch", "the mirror does not publish %s (not built for this release). Install from a "
+                 "mirror that has it, or pass --framework for the others" % cell.path)
+
+
+def install(chosen, mirror, release, records):
+    common_path = os.environ["AIACC_COMMON_WHEEL"]
     paths = [common_path] + [cell.path for _, cell, _ in chosen]
-    for path in paths[1:]:
-        record = records[path]
-        if record.get("status") != "built":
-            fail("mirror_mismatch", "the mirror does not publish %s yet (%s): %s. Install from a mirror that "
-                 "has it, or pass --framework for the others" % (path, record.get("status"), record.get("reason", "")))
 
     before = installed_perseus()
     wanted = dict((wheel_project(p), (p, wheel_version(p))) for p in paths)
@@ -1028,15 +1053,19 @@ def main():
         uninstall([wanted] if wanted else [])
         return
     mirror = Mirror(os.environ["AIACC_MIRROR_URL"], os.environ.get("AIACC_CA_BUNDLE", ""))
-    chosen = detect_and_decide()
+    offline = os.environ.get("AIACC_OFFLINE") == "1"
+    records = None if offline else read_manifest(mirror, release)
+    chosen = detect_and_decide(None if records is None else published_paths(records))
     for path in [os.environ["AIACC_COMMON_WHEEL"]] + [cell.path for _, cell, _ in chosen]:
         say("wheel:      %s" % mirror.where(path))
+    if records is not None:
+        check_published(chosen, records)
     check_pip()
     check_prerequisites()
     if os.environ.get("AIACC_DRY_RUN") == "1":
-        say("dry run: nothing was installed")
+        say("dry run: nothing was installed" + (" (offline: the mirror was not read)" if offline else ""))
         return
-    install(chosen, mirror, release)
+    install(chosen, mirror, release, records)
 
 
 if __name__ == "__main__":
