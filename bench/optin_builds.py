@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from aiacc_build.adapters import adapter_for
 from aiacc_build.build.binding import build_binding, ensure_binding_envs, read_binding_spec
 from aiacc_build.build.cache import DEFAULT_CACHE_DIR, BuildCache
 from aiacc_build.build.common import build_common
@@ -205,7 +206,7 @@ def probe(release_version: str, key: str, cache: BuildCache, native: Path, work:
         core = step(
             "core", lambda: build_core(native, toolchain, BUILD_TYPE, release_version, cache, jobs, tree_digest)
         )
-        spec = read_binding_spec(native / "bindings" / cell.framework.value)
+        spec = read_binding_spec(adapter_for(cell.framework).binding_dir(native))
         envs = step("build env", lambda: ensure_binding_envs(interpreter, artifact, spec, cache))
         backend = envs.backend_python if envs.backend else None
         out = work / "probes" / cell.key.replace("/", "_")

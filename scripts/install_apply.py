@@ -24,28 +24,11 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
     raise SystemExit("Python 3 is required")
 
-PERSEUS_DISTRIBUTIONS = ("perseus-common", "perseus-torch", "perseus-tensorflow", "perseus-mxnet")
+PERSEUS_DISTRIBUTIONS = ("perseus-common",) + tuple(normalise(row["binding_distribution"]) for row in FRAMEWORKS)
 RETRIES = 3
 RETRY_DELAY_SECONDS = 1.0
 TIMEOUT_SECONDS = 60
 CHUNK = 1 << 20
-
-# One op through the binding, as a user's first step would (run with the user's Python, no .pyc writes).
-IMPORT_CHECKS = {
-    "torch": (
-        "import perseus, perseus.torch, torch\n"
-        "from perseus.torch import _native\n"
-        "ops = _native.load()\n"
-        "src = torch.tensor([0.5, -1.25, 7.0e4, float('inf')])\n"
-        "dst = torch.empty(4, dtype=torch.float16)\n"
-        "bad = int(ops.compress(src, dst, 2.0))\n"
-        "assert torch.equal(dst, (src * 2.0).to(torch.float16)) and bad == 2, (dst, bad)\n"
-        "print('perseus %s: perseus.torch compress fp32->fp16 ok (torch %s)' % (perseus.__version__, torch.__version__))\n"
-    ),
-    "tensorflow": "import perseus, perseus.tensorflow\nprint('perseus %s: perseus.tensorflow ok' % perseus.__version__)\n",
-    "mxnet": "import perseus, perseus.mxnet\nprint('perseus %s: perseus.mxnet ok' % perseus.__version__)\n",
-}
-
 
 # --- the mirror ------------------------------------------------------------------------------------
 
@@ -303,15 +286,18 @@ def marker_applies(marker):
 
 
 def check_import(frameworks):
-    """Import perseus and each binding, run one op, and run both commands; [problems]."""
+    """Run each installed wheel's own self-test (import, build manifest against the running framework,
+    one op) and both commands; [problems]. pip's result already showed the wheels' versions."""
     problems = []
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     for framework in frameworks:
-        proc = subprocess.Popen([sys.executable, "-c", IMPORT_CHECKS[framework]], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+        command = [sys.executable, "-m", framework_row(framework)["selftest_module"]]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True, env=env, cwd=tempfile.gettempdir())
         out, _ = proc.communicate()
         if proc.returncode != 0:
-            problems.append("import perseus.%s failed:\n%s" % (framework, indent(out)))
+            problems.append("import perseus.%s failed: python %s exited %d:\n%s" % (
+                framework, " ".join(command[1:]), proc.returncode, indent(out)))
         else:
             say("check:      " + out.strip().splitlines()[-1])
     scripts = sysconfig.get_path("scripts")
@@ -407,7 +393,7 @@ def uninstall(frameworks):
     installed = installed_perseus()
     bindings = [k for k in installed if k != "perseus-common"]
     if frameworks:
-        remove = [k for k in bindings if k == "perseus-" + frameworks[0]]
+        remove = [k for k in bindings if k == normalise(framework_row(frameworks[0])["binding_distribution"])]
         if not [k for k in bindings if k not in remove]:
             remove += [k for k in installed if k == "perseus-common"]
     else:

@@ -2,10 +2,12 @@
 # It runs under the user's Python (3.6 or newer: no walrus, no f-string `=`, no capture_output) and
 # reads its inputs from the environment the script sets: AIACC_CELL_TABLE (one line per cell:
 # framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
-# AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ...").
+# AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ..."), AIACC_FRAMEWORKS
+# (JSON: one row per framework adapter of the build tool: its distributions and how to find its CUDA).
 # It detects the Python, the installed frameworks and the CUDA they were built with (then the
 # driver, then nvcc), picks one cell per framework and explains it. install_apply.py (embedded after
 # it) fetches, verifies and installs what it chose.
+import json
 import os
 import platform
 import re
@@ -14,7 +16,8 @@ import sys
 import sysconfig
 
 EXIT = dict(item.split("=") for item in os.environ.get("AIACC_EXIT_CODES", "").split())
-FRAMEWORKS = ("torch", "tensorflow", "mxnet")
+FRAMEWORKS = json.loads(os.environ.get("AIACC_FRAMEWORKS") or "[]")
+FRAMEWORK_NAMES = tuple(row["name"] for row in FRAMEWORKS)
 # Minimum Linux driver of each CUDA toolkit (CUDA release notes, "CUDA Toolkit and Driver Versions").
 DRIVER_FOR_CUDA = (
     ("13.0", "580.65.06"), ("12.9", "575.51.03"), ("12.8", "570.26"), ("12.6", "560.28.03"),
@@ -151,32 +154,35 @@ def cuda_from_label(label):
     return None
 
 
-def torch_cuda(version):
+def cuda_of_python_assignment(row, dist_name, version):
+    """`cuda = '12.4'` (None: CPU) in a file of the package folder, after the version's local label."""
     label = version.split("+", 1)[1] if "+" in version else ""
     from_label = cuda_from_label(label)
     if from_label:
         return from_label, "the version label +" + label
-    folder = package_dir("torch")
-    text = read(os.path.join(folder, "version.py")) if folder else None
+    detection = row["installer"]
+    folder = package_dir(row["import_name"])
+    path = os.path.join(folder, detection["cuda_file"]) if folder else None
+    text = read(path) if path else None
     if text is not None:
-        match = re.search(r"^cuda(?:\s*:[^=\n]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", text, re.M)
+        pattern = r"^%s(?:\s*:[^=\n]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)" % re.escape(detection["cuda_variable"])
+        match = re.search(pattern, text, re.M)
         if match:
             value = match.group(1) or match.group(2)
-            return (major_minor(value) if value else "cpu"), "torch.version.cuda in " + os.path.join(folder, "version.py")
-    return None, "torch/version.py not readable"
+            return (major_minor(value) if value else "cpu"), "%s.%s in %s" % (
+                row["import_name"], detection["cuda_variable"], path)
+    return None, "%s/%s not readable" % (row["import_name"], detection["cuda_file"])
 
 
-def tensorflow_cuda(dist_name):
-    if normalise(dist_name) == "tensorflow-cpu":
-        return "cpu", "the distribution name " + dist_name
-    folder = package_dir("tensorflow")
+def cuda_of_tensorflow_build_info(row, dist_name, version):
+    folder = package_dir(row["import_name"])
     path = os.path.join(folder, "python", "platform", "build_info.py") if folder else None
     text = read(path) if path else None
     if text is None:
-        return None, "tensorflow's build_info.py not readable"
+        return None, "%s's build_info.py not readable" % row["import_name"]
     accel = cuda_from_build_info(text)
     if accel:
-        return accel, "the TensorFlow build info in " + path
+        return accel, "the %s build info in %s" % (row["display_name"], path)
     return None, "no CUDA version in " + path
 
 
@@ -192,31 +198,47 @@ def cuda_from_build_info(text):
     return None
 
 
-def mxnet_cuda(dist_name):
-    match = re.match(r"^mxnet-cu(\d+)", normalise(dist_name))
+def cuda_of_distribution_suffix(row, dist_name, version):
+    match = re.search(r"-cu(\d+)", normalise(dist_name))
     if match:
         return cuda_from_label("cu" + match.group(1)), "the distribution name " + dist_name
-    return "cpu", "the distribution name " + dist_name + " (PyPI's mxnet builds without -cuXY are CPU-only)"
+    return "cpu", "the distribution name %s (%s builds without -cuXY are CPU-only)" % (dist_name, row["display_name"])
+
+
+CUDA_READERS = {
+    "python-assignment": cuda_of_python_assignment,
+    "tensorflow-build-info": cuda_of_tensorflow_build_info,
+    "distribution-suffix": cuda_of_distribution_suffix,
+}
+
+
+def framework_row(name):
+    return next(row for row in FRAMEWORKS if row["name"] == name)
+
+
+def framework_cuda(framework, dist_name, version):
+    """(cuda 'X.Y' | 'cpu' | None, where that came from) of an installed framework."""
+    row = framework_row(framework)
+    if normalise(dist_name) in row["installer"]["cpu_distributions"]:
+        return "cpu", "the distribution name " + dist_name
+    return CUDA_READERS[row["installer"]["cuda_method"]](row, dist_name, version)
+
+
+def provides(row, key):
+    """True when the distribution (normalised name) installs this framework."""
+    pattern = row["distribution_pattern"]
+    return key in row["distributions"] or bool(pattern and re.match("^(?:%s)$" % pattern, key))
 
 
 def installed_frameworks():
-    """[(framework, distribution, version)] in FRAMEWORKS order."""
+    """[(framework, distribution, version)], one per framework, in FRAMEWORKS order."""
     dists = installed_distributions()
-    found = []
-    for key, (name, version) in sorted(dists.items()):
-        if key == "torch":
-            found.append(("torch", name, version))
-        elif key in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu", "tensorflow-aarch64", "intel-tensorflow"):
-            found.append(("tensorflow", name, version))
-        elif re.match(r"^mxnet(-cu\d+(mkl)?|-mkl|-native)?$", key):
-            found.append(("mxnet", name, version))
-    seen = set()
     result = []
-    for framework in FRAMEWORKS:
-        for item in found:
-            if item[0] == framework and framework not in seen:
-                seen.add(framework)
-                result.append(item)
+    for row in FRAMEWORKS:
+        for key, (name, version) in sorted(dists.items()):
+            if provides(row, key):
+                result.append((row["name"], name, version))
+                break
     return result
 
 
@@ -347,9 +369,9 @@ def detect_and_decide():
             fail("no_framework", "%s is not installed for %s (Python %s). Install %s first, or pass the Python "
                  "that has it: bash install_AIACC-Training.sh /path/to/python" % (wanted, sys.executable, python, wanted))
     if not frameworks:
-        fail("no_framework", "no deep-learning framework is installed for %s (Python %s): looked for torch, "
-             "tensorflow and mxnet. Install your framework first, or pass the Python that has it: "
-             "bash install_AIACC-Training.sh /path/to/python" % (sys.executable, python))
+        fail("no_framework", "no deep-learning framework is installed for %s (Python %s): looked for %s. "
+             "Install your framework first, or pass the Python that has it: "
+             "bash install_AIACC-Training.sh /path/to/python" % (sys.executable, python, ", ".join(FRAMEWORK_NAMES)))
 
     driver_version, driver_cuda, driver_source = driver()
     if driver_version:
@@ -362,12 +384,7 @@ def detect_and_decide():
     chosen = []
     problems = []
     for framework, dist_name, version in frameworks:
-        if framework == "torch":
-            accel, source = torch_cuda(version)
-        elif framework == "tensorflow":
-            accel, source = tensorflow_cuda(dist_name)
-        else:
-            accel, source = mxnet_cuda(dist_name)
+        accel, source = framework_cuda(framework, dist_name, version)
         built = "CPU" if accel == "cpu" else ("CUDA " + accel if accel else "unknown CUDA")
         say("%-11s %s %s, built for %s (from %s)" % (framework + ":", dist_name, version, built, source))
         if accel not in (None, "cpu") and driver_cuda and _cuda_number(accel) > _cuda_number(driver_cuda):

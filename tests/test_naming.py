@@ -26,7 +26,7 @@ def torch_cell(version: str, cuda: str | None, python: str) -> Cell:
     return Cell(
         release=SEED_RELEASE,
         release_version="1.5.0",
-        framework=Framework.TORCH,
+        framework=Framework("torch"),
         framework_version=version,
         cuda=cuda,
         python=python,

@@ -8,31 +8,56 @@ environments multiply images and conda files, never cells. The matrix loader bui
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import ClassVar
 
 
-class Framework(str, Enum):
-    TORCH = "torch"
-    TENSORFLOW = "tensorflow"
-    MXNET = "mxnet"
+class _FrameworkType(type):
+    def __iter__(cls) -> Iterator[Framework]:
+        """Every framework the tool knows: one per registered adapter."""
+        from .adapters import names
+
+        return iter([cls(name) for name in names()])
+
+
+class Framework(str, metaclass=_FrameworkType):
+    """A framework as the matrix spells it ("torch"). The set is open: a framework is known when an
+    adapter is registered for it (`aiacc_build.adapters`), and all the tool knows about it is there.
+
+    Instances are interned, so `cell.framework is Framework("torch")` holds; an unknown name raises
+    ValueError naming the known ones.
+    """
+
+    _interned: ClassVar[dict[str, Framework]] = {}
+
+    def __new__(cls, name: str) -> Framework:
+        if isinstance(name, Framework):
+            return name
+        known = cls._interned.get(name)
+        if known is not None:
+            return known
+        from .adapters import adapter_for
+
+        adapter_for(name)  # UnknownFrameworkError (a ValueError) when none is registered
+        instance = super().__new__(cls, name)
+        cls._interned[name] = instance
+        return instance
 
     @property
-    def short(self) -> str:
-        """The abbreviation used in Docker tags (seed: tf/mx/pt)."""
-        return _FRAMEWORK_SHORT[self]
+    def value(self) -> str:
+        return str.__str__(self)
 
-    @property
-    def python_specific(self) -> bool:
-        """True when the binding links the CPython ABI (a C++ extension), so one wheel per Python.
-
-        TensorFlow's binding is an op library loaded by tf.load_op_library and MXNet's a library
-        loaded through ctypes: neither links Python, so their wheels are Python-independent.
-        """
-        return self is Framework.TORCH
+    def __repr__(self) -> str:
+        return f"Framework({self.value!r})"
 
 
-_FRAMEWORK_SHORT = {Framework.TORCH: "pt", Framework.TENSORFLOW: "tf", Framework.MXNET: "mx"}
+def python_specific(framework: Framework) -> bool:
+    """True when the framework's binding links the CPython ABI (a C++ extension): one wheel per Python."""
+    from .adapters import adapter_for
+
+    return adapter_for(framework).python_specific
 
 
 class Arch(str, Enum):
@@ -98,10 +123,11 @@ class Cell:
     build: FrameworkBuild
 
     def __post_init__(self) -> None:
-        if self.framework.python_specific != (self.python is not None):
+        specific = python_specific(self.framework)
+        if specific != (self.python is not None):
             raise ValueError(
                 f"{self.framework.value} wheels are "
-                f"{'CPython-specific' if self.framework.python_specific else 'Python-independent'}: "
+                f"{'CPython-specific' if specific else 'Python-independent'}: "
                 f"python={self.python!r} does not fit"
             )
         if not self.env_pythons:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from urllib.parse import quote
 
+from .adapters import adapter_for
 from .model import Cell, CellGroup, Framework, ReleaseInfo
 
 INSTALL_SCRIPT_NAME = "install_AIACC-Training.sh"
@@ -49,7 +50,8 @@ def docker_accelerator_label(cell: Cell) -> str:
 
 
 def wheel_distribution(framework: Framework) -> str:
-    return f"perseus_{framework.value}"
+    """`perseus_torch`: a name that is the framework's own, so its adapter says it."""
+    return adapter_for(framework).binding_distribution
 
 
 def wheel_version(cell: Cell) -> str:
@@ -141,7 +143,7 @@ def docker_tag(cell: Cell, os_type: str, python: str) -> str:
     """`centos7-cu11.0-pt1.7.1-py36-latest` (seed scheme: os-cuda-framework+version-python-suffix)."""
     _check_env_python(cell, python)
     return (
-        f"{os_type}-{docker_accelerator_label(cell)}-{cell.framework.short}{cell.framework_version}"
+        f"{os_type}-{docker_accelerator_label(cell)}-{adapter_for(cell.framework).tag_abbreviation}{cell.framework_version}"
         f"-py{python_nodot(python)}-{cell.release.docker_tag_suffix}"
     )
 

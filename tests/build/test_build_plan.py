@@ -147,7 +147,7 @@ def test_python_independent_binding_without_sources_is_deferred(native, offline)
     tf = Cell(
         release=RELEASE,
         release_version="2.0.0",
-        framework=Framework.TENSORFLOW,
+        framework=Framework("tensorflow"),
         framework_version="2.21.0",
         cuda=None,
         python=None,

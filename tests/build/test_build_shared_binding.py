@@ -57,7 +57,7 @@ def _spec(builder):
     from aiacc_build.build.plan import binding_dir
     from aiacc_build.model import Framework
 
-    return read_binding_spec(binding_dir(Framework.TORCH, builder.native_dir))
+    return read_binding_spec(binding_dir(Framework("torch"), builder.native_dir))
 
 
 def _toolchain():

@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from wheels_testkit import LOCAL_TORCH_FILE, torch_cell, torch_wheel
 
+from aiacc_build.adapters.base import interface_digest
+from aiacc_build.adapters.torch import TORCH_INTERFACE_PREFIXES, parse_torch_facts
 from aiacc_build.build.framework_facts import (
     FactsError,
     FrameworkFacts,
     facts_of_installed,
     facts_problem,
-    interface_digest,
-    parse_torch_facts,
     read_facts,
 )
 from aiacc_build.build.frameworks import FrameworkArtifact, RegistryClient
@@ -41,7 +41,7 @@ def test_parse_old_and_new_formats():
 @pytest.mark.skipif(not Path(LOCAL_TORCH_FILE).is_file(), reason="torch 2.13.0+cpu not on this disk")
 def test_the_local_torch_file_is_a_cxx11_cpu_build(tmp_path):
     artifact = FrameworkArtifact("torch", "2.13.0+cpu", Path(LOCAL_TORCH_FILE).name, LOCAL_TORCH_FILE, 1, None, "local")
-    facts = read_facts(Framework.TORCH, artifact, tmp_path, offline=True)
+    facts = read_facts(Framework("torch"), artifact, tmp_path, offline=True)
     assert isinstance(facts, FrameworkFacts) and (facts.cuda, facts.cxx11_abi) == (None, True)
     assert facts.interface is not None and len(facts.interface) == 64  # its RECORD lists the headers
     assert facts_problem(torch_cell("2.13.0", None, "3.11"), facts, artifact.filename) is None
@@ -55,7 +55,7 @@ def test_the_interface_is_the_headers_and_cmake_files_whatever_the_python(tmp_pa
         files = {**headers, f"torch/_C.{name}.so": name.encode(), **changed}
         wheel = torch_wheel(tmp_path / f"torch-2.6.0-{name}-{name}-linux_x86_64.whl", cuda="12.4", files=files)
         artifact = FrameworkArtifact("torch", "2.6.0", wheel.name, str(wheel), 1, None, "local")
-        facts = read_facts(Framework.TORCH, artifact, tmp_path, offline=True)
+        facts = read_facts(Framework("torch"), artifact, tmp_path, offline=True)
         assert isinstance(facts, FrameworkFacts)
         return facts
 
@@ -63,7 +63,7 @@ def test_the_interface_is_the_headers_and_cmake_files_whatever_the_python(tmp_pa
     assert cp39.interface is not None and cp39 == cp312
     assert facts_of("cp313", **{"torch/include/c10/macros.h": b"#define X 2\n"}).interface != cp39.interface
     assert facts_of("cp310", **{"torch/include/extra.h": b"\n"}).interface != cp39.interface
-    assert interface_digest("torch/_C.so,sha256=abc,1\n") is None  # no header listed: unknown
+    assert interface_digest("torch/_C.so,sha256=abc,1\n", TORCH_INTERFACE_PREFIXES) is None  # no header listed: unknown
 
 
 def test_mismatches_are_named():
@@ -133,10 +133,10 @@ def test_installed_framework_facts(tmp_path):
     (site / "torch" / "share" / "cmake" / "Torch").mkdir(parents=True)
     (site / "torch" / "version.py").write_text(OLD_VERSION_PY)
     (site / "torch" / "share" / "cmake" / "Torch" / "TorchConfig.cmake").write_text(OLD_CONFIG)
-    assert facts_of_installed(Framework.TORCH, site) == FrameworkFacts(cuda="10.2", cxx11_abi=False)
-    assert facts_of_installed(Framework.MXNET, site) is None  # no reader: the planner's other checks hold
+    assert facts_of_installed(Framework("torch"), site) == FrameworkFacts(cuda="10.2", cxx11_abi=False)
+    assert facts_of_installed(Framework("mxnet"), site) is None  # no reader: the planner's other checks hold
     with pytest.raises(FactsError, match="no torch installed"):
-        facts_of_installed(Framework.TORCH, tmp_path)
+        facts_of_installed(Framework("torch"), tmp_path)
 
 
 def test_registry_file_is_read_by_ranges_and_kept(tmp_path):
@@ -148,12 +148,12 @@ def test_registry_file_is_read_by_ranges_and_kept(tmp_path):
     name = "torch-1.8.0-cp37-cp37m-manylinux1_x86_64.whl"
     (found,) = [f for f in files if f.filename == name]
     artifact = FrameworkArtifact("torch", "1.8.0", name, found.url, found.size, found.sha256, "registry")
-    facts = read_facts(Framework.TORCH, artifact, tmp_path / "registry", offline=False)
+    facts = read_facts(Framework("torch"), artifact, tmp_path / "registry", offline=False)
     assert isinstance(facts, FrameworkFacts) and (facts.cuda, facts.cxx11_abi) == ("10.2", False)
     assert facts.interface is not None  # its RECORD, read by ranges too
     # kept: offline, the same question gets the same answer; an unknown file gets a reason, not a guess
-    assert read_facts(Framework.TORCH, artifact, tmp_path / "registry", offline=True) == facts
+    assert read_facts(Framework("torch"), artifact, tmp_path / "registry", offline=True) == facts
     other = FrameworkArtifact("torch", "1.9.0", "torch-1.9.0-x.whl", found.url + "?x", 1, "00" * 32, "registry")
-    assert read_facts(Framework.TORCH, other, tmp_path / "registry", offline=True) == (
+    assert read_facts(Framework("torch"), other, tmp_path / "registry", offline=True) == (
         "offline, and the file was never inspected"
     )

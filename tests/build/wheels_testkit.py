@@ -13,13 +13,13 @@ from pathlib import Path
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules
 
 LOCAL_TORCH_FILE = "/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
-CHECK_TORCH = Path(__file__).resolve().parents[2] / "src" / "aiacc_build" / "build" / "checks" / "check_torch.py"
+SELFTEST = ["-m", "perseus.torch._selftest"]
 
 
 def check_torch_op(python: Path, release: str) -> str:
-    """The post-build check (import perseus.torch, one compression op) in the environment of `python`."""
-    out = subprocess.run([str(python), str(CHECK_TORCH), release, "2.13.0"], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    """The wheel's self-test (import perseus.torch, one compression op) in the environment of `python`."""
+    out = subprocess.run([str(python), *SELFTEST, release, "2.13.0"], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}, cwd="/")
     assert out.returncode == 0, out.stdout + out.stderr
     return out.stdout
 
@@ -57,7 +57,7 @@ def torch_cell(
     return Cell(
         release=release,
         release_version=release.version,
-        framework=Framework.TORCH,
+        framework=Framework("torch"),
         framework_version=version,
         cuda=cuda,
         python=python,

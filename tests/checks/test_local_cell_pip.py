@@ -32,7 +32,6 @@ from aiacc_build.checks.conda_env import parse_env_file  # noqa: E402
 from aiacc_build.checks.conda_pip import install_pip_section, rewrite_mirror  # noqa: E402
 from aiacc_build.index.serve import MirrorServer  # noqa: E402
 
-CHECK_TORCH = Path(__file__).resolve().parents[2] / "src" / "aiacc_build" / "build" / "checks" / "check_torch.py"
 LOCAL_FILE = "torch_2.13.0_cpu_py311.yaml"
 
 
@@ -67,7 +66,7 @@ def _assert_installed(result):
     assert result.ok, result.pip_output[-3000:] + result.import_error
     assert set(result.imported) == {"perseus", "perseus.torch"}
     assert all(str(result.venv) in where for where in result.imported.values())
-    out = subprocess.run([str(result.venv / "bin" / "python"), str(CHECK_TORCH), "2.0.0", "2.13.0"], capture_output=True, text=True)
+    out = subprocess.run([str(result.venv / "bin" / "python"), "-m", "perseus.torch._selftest", "2.0.0", "2.13.0"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "compress fp32->fp16 x2.0 ok" in out.stdout
 

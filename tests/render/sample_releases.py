@@ -23,7 +23,7 @@ SEED = ReleaseInfo(
     conda_dir="conda/latest",
     wheel_tags=WheelTagRules(
         independent_python_tag="py2.py3",
-        platform={Framework.TORCH: "linux_{arch}", Framework.TENSORFLOW: "manylinux1_{arch}", Framework.MXNET: "manylinux1_{arch}"},
+        platform={Framework("torch"): "linux_{arch}", Framework("tensorflow"): "manylinux1_{arch}", Framework("mxnet"): "manylinux1_{arch}"},
         repair_platform={f: "manylinux2014_{arch}" for f in Framework},
     ),
 )
@@ -67,11 +67,11 @@ def seed_cells() -> tuple[Cell, ...]:
     torch171 = FrameworkBuild("torch==1.7.1+cu110", TORCH_STABLE, "cu110", False)
     torch182 = FrameworkBuild("torch==1.8.2+cu102", "https://download.pytorch.org/whl/lts/1.8/torch_lts.html", "cu102", False)
     return (
-        _cell(SEED, Framework.TORCH, "1.7.1", "11.0", "3.6", torch171),
-        _cell(SEED, Framework.TORCH, "1.7.1", "11.0", "3.8", torch171),
-        _cell(SEED, Framework.TORCH, "1.8.2", "10.2", "3.7", torch182),
-        _cell(SEED, Framework.TENSORFLOW, "2.4.0", "11.0", None, FrameworkBuild("tensorflow-gpu==2.4.0", None, None, None), ("3.6",)),
-        _cell(SEED, Framework.MXNET, "1.7.0", "10.0", None, FrameworkBuild("mxnet-cu100==1.7.0", None, "cu100", None), ("3.6",)),
+        _cell(SEED, Framework("torch"), "1.7.1", "11.0", "3.6", torch171),
+        _cell(SEED, Framework("torch"), "1.7.1", "11.0", "3.8", torch171),
+        _cell(SEED, Framework("torch"), "1.8.2", "10.2", "3.7", torch182),
+        _cell(SEED, Framework("tensorflow"), "2.4.0", "11.0", None, FrameworkBuild("tensorflow-gpu==2.4.0", None, None, None), ("3.6",)),
+        _cell(SEED, Framework("mxnet"), "1.7.0", "10.0", None, FrameworkBuild("mxnet-cu100==1.7.0", None, "cu100", None), ("3.6",)),
     )
 
 
@@ -80,13 +80,13 @@ def modern_cells() -> tuple[Cell, ...]:
     cu130 = FrameworkBuild("torch==2.13.0+cu130", "https://download.pytorch.org/whl/cu130", "cu130", True)
     cu124 = FrameworkBuild("torch==2.5.1+cu124", "https://download.pytorch.org/whl/cu124", "cu124", False)
     return (
-        _cell(MODERN, Framework.TORCH, "2.13.0", None, "3.11", cpu),
-        _cell(MODERN, Framework.TORCH, "2.13.0", None, "3.12", cpu),
-        _cell(MODERN, Framework.TORCH, "2.13.0", "13.0", "3.11", cu130),
-        _cell(MODERN, Framework.TORCH, "2.13.0", "13.0", "3.11", cu130, arch=Arch.AARCH64),
-        _cell(MODERN, Framework.TORCH, "2.5.1", "12.4", "3.10", cu124),
-        _cell(MODERN, Framework.TENSORFLOW, "2.21.0", None, None, FrameworkBuild("tensorflow-cpu==2.21.0", None, None, None), ("3.11", "3.12")),
-        _cell(MODERN, Framework.MXNET, "1.9.1", None, None, FrameworkBuild("mxnet==1.9.1", None, None, None), ("3.9",)),
+        _cell(MODERN, Framework("torch"), "2.13.0", None, "3.11", cpu),
+        _cell(MODERN, Framework("torch"), "2.13.0", None, "3.12", cpu),
+        _cell(MODERN, Framework("torch"), "2.13.0", "13.0", "3.11", cu130),
+        _cell(MODERN, Framework("torch"), "2.13.0", "13.0", "3.11", cu130, arch=Arch.AARCH64),
+        _cell(MODERN, Framework("torch"), "2.5.1", "12.4", "3.10", cu124),
+        _cell(MODERN, Framework("tensorflow"), "2.21.0", None, None, FrameworkBuild("tensorflow-cpu==2.21.0", None, None, None), ("3.11", "3.12")),
+        _cell(MODERN, Framework("mxnet"), "1.9.1", None, None, FrameworkBuild("mxnet==1.9.1", None, None, None), ("3.9",)),
     )
 
 

@@ -4,7 +4,8 @@ import yaml
 
 from aiacc_build import naming
 from aiacc_build.model import group_cells
-from aiacc_build.render.ci import REPAIR_EXCLUDES, ci_job, render_ci
+from aiacc_build.adapters import adapter_for, excluded_libraries
+from aiacc_build.render.ci import ci_job, render_ci
 
 from .sample_releases import MODERN, SEED, modern_cells, seed_cells
 
@@ -13,10 +14,14 @@ def _workflow(release, cells):
     return yaml.safe_load(render_ci(release, cells).content)
 
 
-def test_one_job_per_group_plus_common_and_index():
+def _with_binding(groups):
+    return [g for g in groups if adapter_for(g.framework).binding_missing is None]
+
+
+def test_one_job_per_group_with_a_binding_plus_common_and_index():
     groups = group_cells(modern_cells())
     jobs = _workflow(MODERN, modern_cells())["jobs"]
-    assert set(jobs) == {naming.ci_job_id(g) for g in groups} | {"perseus-common", "index", "install-check"}
+    assert set(jobs) == {naming.ci_job_id(g) for g in _with_binding(groups)} | {"perseus-common", "index", "install-check"}
     assert set(jobs["index"]["needs"]) == set(jobs) - {"index", "install-check"}
     assert jobs["install-check"]["needs"] == "index"
 
@@ -30,14 +35,15 @@ def test_job_runs_pinned_cibuildwheel_with_selector_builder_repair_and_test():
     env = steps["Build, repair and test"]["env"]
     assert env["CIBW_BUILD"] == naming.cibw_build_selector(group) == "cp36-manylinux_x86_64 cp38-manylinux_x86_64"
     assert env["CIBW_MANYLINUX_X86_64_IMAGE"] == "perseus-builder:manylinux2014-cuda11.0-x86_64"
-    for pattern in REPAIR_EXCLUDES:
+    for pattern in excluded_libraries():
         assert f"--exclude '{pattern}'" in env["CIBW_REPAIR_WHEEL_COMMAND"]
     # 1.5.0 publishes linux_x86_64 where auditwheel gives manylinux2014: the repair re-tags back.
     assert "--platform-tag linux_x86_64" in env["CIBW_REPAIR_WHEEL_COMMAND"]
     assert env["CIBW_TEST_COMMAND"].startswith(
         "pip install torch==1.7.1+cu110 --find-links https://download.pytorch.org/whl/torch_stable.html && "
     )
-    assert 'import perseus, perseus.torch' in env["CIBW_TEST_COMMAND"]
+    # the wheel's own self-test, as the local build and the install script run it
+    assert env["CIBW_TEST_COMMAND"].endswith("&& python -m perseus.torch._selftest 1.5.0 1.7.1")
     builder = steps["Build the builder image perseus-builder:manylinux2014-cuda11.0-x86_64"]
     assert "builder-manylinux2014-cuda11_0-x86_64" in builder["run"]
 
@@ -51,11 +57,12 @@ def test_aarch64_jobs_run_on_arm_and_same_tag_repair_needs_no_retag():
     assert env["CIBW_REPAIR_WHEEL_COMMAND"].endswith("-w {dest_dir} {wheel}")
 
 
-def test_index_job_expects_every_wheel_path():
+def test_index_job_expects_every_wheel_path_of_a_job():
     index = _workflow(MODERN, modern_cells())["jobs"]["index"]
     check = next(s for s in index["steps"] if s.get("name") == "Check that every cell's wheel was built")["run"]
     for cell in modern_cells():
-        assert f"\n{naming.wheel_path(cell)}\n" in check
+        built = adapter_for(cell.framework).binding_missing is None
+        assert (f"\n{naming.wheel_path(cell)}\n" in check) is built
     assert f"\n{naming.common_wheel_path(MODERN)}\n" in check
 
 
@@ -64,3 +71,14 @@ def test_python_independent_group_builds_once():
     job = ci_job(tf)
     assert job.env["CIBW_BUILD"] == "cp311-manylinux_x86_64"
     assert job.output_dir == "cpu" and job.package_dir == "native/bindings/tensorflow"
+
+
+def test_frameworks_without_a_binding_get_no_job_but_are_listed_with_the_reason():
+    content = render_ci(MODERN, modern_cells()).content
+    jobs = yaml.safe_load(content)["jobs"]
+    for group in group_cells(modern_cells()):
+        reason = adapter_for(group.framework).binding_missing
+        if reason is None:
+            continue
+        assert naming.ci_job_id(group) not in jobs
+        assert f"#   {group.framework.value} {group.framework_version} CPU x86_64: {reason}" in content

@@ -14,7 +14,7 @@ def test_published_images_cover_every_os_type_and_python_with_the_seed_tags():
     assert "registry.cn-beijing.aliyuncs.com/cto_office/perseus-training:centos7-cu11.0-tf2.4.0-py36-latest" in tags
     assert "registry.cn-beijing.aliyuncs.com/cto_office/perseus-training:ubuntu1804-cu11.0-pt1.7.1-py38-latest" in tags
     assert len(images) == 2 * 5  # five cells (one Python each), two OS types, none built here (CUDA 10.x/11.0)
-    tf = next(i for i in images if i.cell.framework is Framework.TENSORFLOW and i.os_type == "centos7")
+    tf = next(i for i in images if i.cell.framework is Framework("tensorflow") and i.os_type == "centos7")
     assert tf.args["BASE_IMAGE"] == "nvidia/cuda:11.0-cudnn-devel-centos7"
     assert tf.args["CONDA_ENV_FILE"] == "conda/latest/tensorflow_2.4.0_cuda11.0_py36.yaml"
     ubuntu = next(i for i in images if i.os_type == "ubuntu1804")
@@ -26,8 +26,7 @@ def test_local_images_only_for_cells_built_here_with_the_base_python():
     assert {i.tags[0] for i in images} == {
         "perseus-training:debian12-cpu-pt2.13.0-py311-latest",
         "perseus-training:debian12-cu13.0-pt2.13.0-py311-latest",
-        "perseus-training:debian12-cpu-tf2.21.0-py311-latest",
-    }
+    }  # no tensorflow image: its framework has no binding, so no wheel to put in one
     cuda = next(i for i in images if i.cell.cuda == "13.0")
     assert [c.arch.value for c in cuda.variants] == ["x86_64"]  # aarch64 is not built on an x86_64 host
     assert cuda.args["BASE_IMAGE"] == "perseus-base:debian12-cuda13.0"

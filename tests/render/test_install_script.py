@@ -60,7 +60,7 @@ def test_dry_run_picks_the_torch_cell_of_the_shipped_release(torch_venv, real_2_
     (cell,) = [
         c
         for c in release.cells
-        if c.framework is Framework.TORCH and c.framework_version == "2.13.0" and c.cuda is None and c.python == "3.11" and c.arch is Arch.X86_64
+        if c.framework is Framework("torch") and c.framework_version == "2.13.0" and c.cuda is None and c.python == "3.11" and c.arch is Arch.X86_64
     ]
     assert f"torch 2.13.0+cpu, built for CPU (from the version label +cpu)" in result.stdout
     assert f"decision:   torch -> {naming.wheel_path(cell)}" in result.stdout
@@ -77,7 +77,7 @@ def test_mirror_override(torch_venv, real_2_0_0_script):
 
 
 def test_unsupported_version_lists_the_nearest_cells(torch_venv, tmp_path):
-    cells = [c for c in modern_cells() if not (c.framework is Framework.TORCH and c.framework_version == "2.13.0" and c.cuda is None and c.python == "3.11")]
+    cells = [c for c in modern_cells() if not (c.framework is Framework("torch") and c.framework_version == "2.13.0" and c.cuda is None and c.python == "3.11")]
     script = write_script(tmp_path, MODERN, cells)
     result = run_script(script, "--dry-run", str(torch_venv / "bin/python"))
     assert result.returncode == CODE["unsupported"], result.stdout + result.stderr

@@ -99,6 +99,6 @@ def test_every_cell_has_its_ci_job_and_table_line(rendered, real_releases, versi
     support = json.loads((out / "support.json").read_text())
     assert len(support["cells"]) == len(release.cells)
     for cell, entry in zip(release.cells, support["cells"]):
-        assert entry["ci_job"] in workflow["jobs"]
+        assert entry["ci_job"] in workflow["jobs"] if entry["status"] != "not built" else entry["ci_job"] is None
         assert f" {naming.wheel_path(cell)}\n" in script
         assert entry["wheel"] == naming.wheel_path(cell)

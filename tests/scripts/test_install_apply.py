@@ -75,7 +75,9 @@ def test_install_runs_an_op_keeps_torch_then_rerun_and_uninstall(script, served,
     assert "decision:   torch -> cpu/perseus_torch-2.0.0+2.13.0-cp311-cp311-" in out
     assert f"wheel:      {served.url}/cpu/perseus_torch-2.0.0%2B2.13.0-cp311-cp311-" in out
     assert out.count("verified:   sha256 ") == 2  # perseus-common and perseus_torch
-    assert "check:      perseus 2.0.0: perseus.torch compress fp32->fp16 ok (torch 2.13.0+cpu)" in out
+    # the wheel's own self-test (python -m perseus.torch._selftest 2.0.0 2.13.0)
+    assert "check:      perseus 2.0.0, perseus.torch 2.0.0+2.13.0 (torch 2.13.0+cpu, dispatch " in out
+    assert "compress fp32->fp16 x2.0 ok" in out
     assert "check:      perseus and perseusrun run" in out
 
     installed = snapshot(torch_env)
@@ -131,7 +133,7 @@ def test_damaged_wheel_is_refused_before_pip_runs(script, local_build, bare_env,
 
 
 def test_unknown_framework_version(release, bare_env, served, tmp_path):
-    cells = [c for c in release.cells if not (c.framework is Framework.TORCH and c.framework_version == "2.13.0")]
+    cells = [c for c in release.cells if not (c.framework is Framework("torch") and c.framework_version == "2.13.0")]
     script = write_script(tmp_path, release.info, cells)
     before = snapshot(bare_env)
     result = run_script(script, "--mirror", served.url, str(bare_env.python))

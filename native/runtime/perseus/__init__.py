@@ -13,6 +13,18 @@ __path__ = pkgutil.extend_path(__path__, __name__)
 
 __version__ = "1.5.0"
 
-from perseus import _torch_hook  # noqa: E402  (needs __path__ above)
 
-_torch_hook.install()
+
+def _install_runtime_hooks() -> None:
+    """Each framework whose adapter names a runtime hook gets it installed (torch: DDP uses the perseus
+    communication hook); a hook imports nothing of its framework until the framework is used."""
+    import importlib
+
+    from perseus._frameworks import FRAMEWORKS  # generated from the build tool's framework adapters
+
+    for row in FRAMEWORKS:
+        if row["runtime_hook"]:
+            importlib.import_module(row["runtime_hook"]).install()
+
+
+_install_runtime_hooks()

@@ -20,6 +20,8 @@ import sys
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from perseus._frameworks import FRAMEWORKS
+
 INSTALLER = "install_AIACC-Training.sh"
 PROBE_TIMEOUT_SECONDS = 180
 # Oldest Linux driver for each CUDA runtime, with minor-version compatibility within a major version
@@ -27,41 +29,21 @@ PROBE_TIMEOUT_SECONDS = 180
 MIN_DRIVER = [((10, 0), "410.48"), ((10, 1), "418.39"), ((10, 2), "440.33"), ((11, 0), "450.80.02"),
               ((12, 0), "525.60.13"), ((13, 0), "580.65.06")]
 
-# Framework distributions (any of the names) -> the import name probed.
-FRAMEWORKS = [("torch", ("torch",)), ("tensorflow", ("tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tf-nightly")),
-              ("mxnet", ("mxnet", "mxnet-cu112", "mxnet-cu110", "mxnet-cu102", "mxnet-cu101", "mxnet-cu100", "mxnet-mkl"))]
+# What doctor knows of each framework (distributions, probe, binding wheel) is the build tool's framework
+# adapters', generated into perseus/_frameworks.py; each probe prints one JSON object and runs as
+# `python -c PROBE`, so that a broken framework cannot crash the report.
+BINDINGS = {row["binding_distribution"].replace("_", "-"): row["name"] for row in FRAMEWORKS}
 
-# Each probe prints one JSON object; run as `python -c PROBE` so that a broken framework cannot crash the report.
-PROBES = {
-    "torch": """
-import json, torch
-d = {"version": torch.__version__, "cuda": torch.version.cuda, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
-     "cuda_available": torch.cuda.is_available(), "devices": torch.cuda.device_count() if torch.cuda.is_available() else 0}
-try:
-    d["cudnn"] = torch.backends.cudnn.version()
-except Exception:
-    d["cudnn"] = None
-import torch.distributed as dist
-d["distributed"] = dist.is_available()
-if d["distributed"]:
-    d["gloo"] = dist.is_gloo_available(); d["nccl"] = dist.is_nccl_available(); d["mpi"] = dist.is_mpi_available()
-print(json.dumps(d))
-""",
-    "tensorflow": """
-import json, os
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-import tensorflow as tf
-info = tf.sysconfig.get_build_info() if hasattr(tf.sysconfig, "get_build_info") else {}
-print(json.dumps({"version": tf.__version__, "cuda": info.get("cuda_version"), "cudnn": info.get("cudnn_version"),
-                  "cxx11_abi": bool(tf.sysconfig.CXX11_ABI_FLAG), "cuda_built": bool(info.get("is_cuda_build"))}))
-""",
-    "mxnet": """
-import json, mxnet as mx
-f = mx.runtime.Features()
-print(json.dumps({"version": mx.__version__, "cuda": "yes" if f.is_enabled("CUDA") else None,
-                  "nccl": f.is_enabled("NCCL"), "cxx11_abi": None}))
-""",
-}
+
+def _framework_distribution(row: Dict[str, Any], installed: Dict[str, str]) -> Optional[str]:
+    """The installed distribution (normalised name) that provides this framework, if any."""
+    for name in row["distributions"]:
+        if name in installed:
+            return name
+    pattern = row["distribution_pattern"]
+    if pattern:
+        return next((n for n in sorted(installed) if re.fullmatch(pattern, n)), None)
+    return None
 
 
 @dataclass
@@ -204,13 +186,14 @@ def _normal(name: str) -> str:
 
 def gather_frameworks(report: Report, dists: List[Tuple[str, str, str, List[str]]]) -> None:
     installed = {_normal(name): version for name, version, _, _ in dists}
-    for module, names in FRAMEWORKS:
-        dist_name = next((n for n in names if _normal(n) in installed), None)
+    for row in FRAMEWORKS:
+        module = row["name"]
+        dist_name = _framework_distribution(row, installed)
         if dist_name is None:
             continue
         entry: Dict[str, Any] = {"distribution": dist_name, "distribution_version": installed[_normal(dist_name)]}
         try:
-            proc = subprocess.run([sys.executable, "-c", PROBES[module]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            proc = subprocess.run([sys.executable, "-c", row["doctor_probe"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                   universal_newlines=True, timeout=PROBE_TIMEOUT_SECONDS)
             if proc.returncode == 0:
                 entry.update(json.loads(proc.stdout.strip().splitlines()[-1]))
@@ -244,8 +227,8 @@ def gather_perseus(report: Report, dists: List[Tuple[str, str, str, List[str]]])
         if not normal.startswith("perseus-"):
             continue
         wheel = PerseusWheel(name, version, location)
-        framework = normal[len("perseus-"):]
-        if framework in ("torch", "tensorflow", "mxnet"):
+        framework = BINDINGS.get(normal)
+        if framework is not None:
             wheel.manifest_path = _find_manifest(files, location, framework)
             if wheel.manifest_path is None:
                 report.error("{} {} has no perseus/{}/build_manifest.json".format(name, version, framework),
@@ -303,9 +286,11 @@ def check_driver(report: Report) -> None:
         if needed and _version_tuple(driver) < _version_tuple(needed):
             report.error("NVIDIA driver {} is older than CUDA {} of {} {} needs (>= {})".format(driver, cuda, name, fw.get("version"), needed),
                          "upgrade the driver to >= {}, or install the {} build made for an older CUDA".format(needed, name))
-    if driver and report.frameworks.get("torch", {}).get("cuda") is None and "torch" in report.frameworks:
-        report.warn("an NVIDIA driver ({}) is present but torch {} is CPU only".format(driver, report.frameworks["torch"].get("version")),
-                    "install a CUDA build of torch, then the matching perseus_torch ({})".format(INSTALLER))
+    for row in FRAMEWORKS:
+        fw = report.frameworks.get(row["name"])
+        if driver and fw is not None and "import_error" not in fw and fw.get("cuda") is None:
+            report.warn("an NVIDIA driver ({}) is present but {} {} is CPU only".format(driver, row["name"], fw.get("version")),
+                        "install a CUDA build of {}, then the matching {} ({})".format(row["name"], row["binding_distribution"], INSTALLER))
 
 
 def _min_driver(cuda: str) -> Optional[str]:
@@ -331,10 +316,10 @@ def check_perseus(report: Report) -> None:
                          "uninstall the copies you do not use (pip uninstall {}; check PYTHONPATH)".format(name))
     frameworks = [w for w in report.perseus if _normal(w.name) != "perseus-common"]
     if not frameworks:
-        report.warn("no perseus framework wheel (perseus_torch, perseus_tensorflow, perseus_mxnet) is installed",
+        report.warn("no perseus framework wheel ({}) is installed".format(", ".join(r["binding_distribution"] for r in FRAMEWORKS)),
                     "run bash {} to install the one for your framework, CUDA and Python".format(INSTALLER))
     for wheel in frameworks:
-        framework = _normal(wheel.name)[len("perseus-"):]
+        framework = BINDINGS.get(_normal(wheel.name), _normal(wheel.name)[len("perseus-"):])
         wheel_release = wheel.version.split("+")[0]
         if wheel_release != release:
             report.error("{} {} is of release {} but perseus-common is {}".format(wheel.name, wheel.version, wheel_release, release),
@@ -424,7 +409,7 @@ def format_text(report: Report) -> str:
                                                            report.cuda_toolkit.get("home") or "none", report.cuda_toolkit.get("nvcc") or "none"))
     lines.append("\nframeworks")
     if not report.frameworks:
-        lines.append("  none installed (torch, tensorflow, mxnet)")
+        lines.append("  none installed ({})".format(", ".join(r["name"] for r in FRAMEWORKS)))
     for name, fw in report.frameworks.items():
         if "import_error" in fw:
             lines.append("  {} {}: does not import ({})".format(name, fw["distribution_version"], fw["import_error"]))

@@ -6,7 +6,7 @@ so a change to one binding source recompiles only what ninja finds out of date.
 
 A cell whose Python is older than scikit-build-core supports (cp36) is built by a newer interpreter
 (the backend env: build requirements only) for the framework installed in the cell's own env: the
-binding's build support reads the framework from PERSEUS_TORCH_DIR instead of importing anything, and
+binding's build support reads the framework from the directory its adapter names (PERSEUS_TORCH_DIR) instead of importing anything, and
 repair re-tags the wheel for the cell's Python.
 The ops library is a torch extension that never links libpython, so the interpreter that ran CMake
 leaves no trace in it.
@@ -20,6 +20,8 @@ from pathlib import Path
 
 import tomllib
 
+from ..adapters import all_adapters
+from ..adapters.base import FrameworkAdapter
 from ..model import Cell
 from .cache import BuildCache
 from .compiler_cache import compiler_cache_env
@@ -39,12 +41,23 @@ class BindingSpec:
     name: str
     build_requires: tuple[str, ...]
 
+    @property
+    def adapter(self) -> FrameworkAdapter:
+        """The framework whose binding this is, known by the distribution it builds (`perseus_torch`)."""
+        found = next((a for a in all_adapters() if a.binding_distribution == self.name), None)
+        if found is None:
+            raise BindingBuildError(
+                f"{self.source}: project {self.name!r} is no framework's binding distribution "
+                f"({', '.join(a.binding_distribution for a in all_adapters())})"
+            )
+        return found
+
     def framework_dir(self, env: Venv) -> Path:
-        return env.site_packages / "torch"
+        return self.adapter.framework_dir(env.site_packages)
 
     def library_path(self, env: Venv) -> list[Path]:
         """Where the framework's shared libraries lie in an env (auditwheel must see them to judge the rest)."""
-        return [p for p in (self.framework_dir(env) / "lib",) if p.is_dir()]
+        return self.adapter.library_dirs(env.site_packages)
 
 
 @dataclass(frozen=True)
@@ -124,7 +137,7 @@ def build_environment(
     a backend in another env is told where the framework is."""
     env = {"PERSEUS_RELEASE": cell.release_version, "CMAKE_BUILD_PARALLEL_LEVEL": str(jobs)}
     if envs is not None and envs.backend is not None and spec is not None and cell.python is not None:
-        env["PERSEUS_TORCH_DIR"] = str(spec.framework_dir(envs.framework))
+        env.update(spec.adapter.build_environment(envs.framework.site_packages))
     return env
 
 

@@ -35,7 +35,8 @@ from .framework_facts import FrameworkFacts, facts_of_installed, facts_problem
 from .hashing import file_sha256, tree_digest
 from .plan import BuildPlan, CellPlan, binding_dir
 from .record import BuildRecord, CellRecord, CommonRecord, load_record, mirror_root, save_record
-from .repair import EXCLUDED_LIBRARIES, RepairError, repair_and_retag, retag
+from ..adapters import excluded_libraries
+from .repair import RepairError, repair_and_retag, retag
 from .smoke import SmokeResult, smoke_test
 from .toolchain import Toolchain, backend_interpreter, detect_toolchain
 from .wheelinfo import framework_dependencies, python_api_imports, read_wheel
@@ -186,7 +187,7 @@ class Builder:
             "framework_build": [cell.build.requirement, cell.build.cuda_variant, cell.build.cxx11_abi],
             "toolchain": toolchain.identity,
             "build_type": self.options.build_type,
-            "excluded_libraries": list(EXCLUDED_LIBRARIES),
+            "excluded_libraries": list(excluded_libraries()),
         }
 
     def _shared_binding_inputs(

@@ -18,111 +18,39 @@ to the same library against it, so the driver builds it once for all those cells
 
 from __future__ import annotations
 
-import hashlib
 import json
-import re
 import zipfile
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import requests
 from remotezip import RemoteZip, RemoteZipError
 
+from ..adapters import adapter_for
+from ..adapters.base import FactsError, FrameworkFacts
 from ..model import Cell, Framework
 from .frameworks import REGISTRY_TIMEOUT_S, FrameworkArtifact
 from .hashing import inputs_key
 
-# Members that carry the facts, relative to site-packages (the same paths inside the wheel).
-TORCH_VERSION_FILE = "torch/version.py"
-TORCH_CONFIG_FILE = "torch/share/cmake/Torch/TorchConfig.cmake"
-# What a C++ build against torch reads: its headers and its CMake package.
-TORCH_INTERFACE_PREFIXES = ("torch/include/", "torch/share/cmake/")
-_RECORD_MEMBER = re.compile(r"^[^/]+\.dist-info/RECORD$")
-
-_CUDA_LINE = re.compile(r"^cuda(?:\s*:[^=]*)?\s*=\s*(?:'([^']*)'|\"([^\"]*)\"|None)\s*$", re.MULTILINE)
-_ABI_FLAG = re.compile(r"-D_GLIBCXX_USE_CXX11_ABI=([01])")
-
-
-class FactsError(RuntimeError):
-    pass
-
-
-@dataclass(frozen=True)
-class FrameworkFacts:
-    cuda: str | None  # the CUDA major.minor the framework was compiled with; None: a CPU build
-    cxx11_abi: bool
-    interface: str | None = None  # digest of its headers + CMake files (None: unknown, e.g. no RECORD)
-
-    @property
-    def abi_label(self) -> str:
-        return "cxx11" if self.cxx11_abi else "pre-cxx11"
-
-    @property
-    def toolkit_label(self) -> str:
-        return f"CUDA {self.cuda}" if self.cuda else "CPU"
-
-
-def parse_torch_facts(version_py: str, torch_config: str | None) -> FrameworkFacts:
-    """The facts from torch's version.py and TorchConfig.cmake texts."""
-    match = _CUDA_LINE.search(version_py)
-    if match is None:
-        raise FactsError("torch/version.py has no `cuda = ...` line")
-    cuda = match[1] or match[2] or None
-    if cuda is not None:
-        cuda = ".".join(cuda.split(".")[:2])
-    flag = _ABI_FLAG.search(torch_config or "")
-    return FrameworkFacts(cuda=cuda, cxx11_abi=flag is None or flag[1] == "1")
-
-
-def interface_digest(record: str, prefixes: tuple[str, ...] = TORCH_INTERFACE_PREFIXES) -> str | None:
-    """The digest of the RECORD lines (path + sha256) of the files under `prefixes`; None when it lists none."""
-    lines = []
-    for line in record.splitlines():
-        path, _, rest = line.partition(",")
-        if path.startswith(prefixes):
-            lines.append(f"{path},{rest.split(',')[0]}")
-    if not lines:
-        return None
-    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
-
-
-def _facts_from_zip(archive: zipfile.ZipFile) -> FrameworkFacts:
-    names = set(archive.namelist())
-    if TORCH_VERSION_FILE not in names:
-        raise FactsError(f"no {TORCH_VERSION_FILE} in the wheel")
-    config = archive.read(TORCH_CONFIG_FILE).decode() if TORCH_CONFIG_FILE in names else None
-    facts = parse_torch_facts(archive.read(TORCH_VERSION_FILE).decode(), config)
-    records = [n for n in names if _RECORD_MEMBER.match(n)]
-    if len(records) == 1:
-        facts = replace(facts, interface=interface_digest(archive.read(records[0]).decode()))
-    return facts
+__all__ = ["FactsError", "FrameworkFacts", "facts_of_installed", "facts_problem", "read_facts"]
 
 
 def facts_of_installed(framework: Framework, site_packages: Path) -> FrameworkFacts | None:
-    """The facts of the framework installed in an environment (None: no reader for this framework)."""
-    if framework is not Framework.TORCH:
-        return None
-    version_py = site_packages / TORCH_VERSION_FILE
-    if not version_py.is_file():
-        raise FactsError(f"no torch installed in {site_packages}")
-    config = site_packages / TORCH_CONFIG_FILE
-    facts = parse_torch_facts(version_py.read_text(), config.read_text() if config.is_file() else None)
-    records = list(site_packages.glob("torch-*.dist-info/RECORD"))
-    if len(records) == 1:
-        facts = replace(facts, interface=interface_digest(records[0].read_text()))
-    return facts
+    """The facts of the framework installed in an environment (None: its adapter has no reader)."""
+    return adapter_for(framework).facts_of_installed(site_packages)
 
 
 def read_facts(
     framework: Framework, artifact: FrameworkArtifact, cache_dir: Path, offline: bool
 ) -> FrameworkFacts | str | None:
     """The facts of a framework file; a string says why they could not be read; None: no reader for it."""
-    if framework is not Framework.TORCH:
+    adapter = adapter_for(framework)
+    if not adapter.reads_facts:
         return None
     if artifact.is_local:
         try:
             with zipfile.ZipFile(artifact.location) as archive:
-                return _facts_from_zip(archive)
+                return adapter.facts_from_wheel(archive)
         except (OSError, zipfile.BadZipFile, FactsError) as exc:
             return f"cannot read {artifact.filename}: {exc}"
     cached = cache_dir / f"{inputs_key('framework-facts-2', {'file': artifact.identity, 'url': artifact.location})}.json"
@@ -132,9 +60,11 @@ def read_facts(
         return "offline, and the file was never inspected"
     try:
         with RemoteZip(artifact.location, timeout=REGISTRY_TIMEOUT_S) as archive:
-            facts = _facts_from_zip(archive)
+            facts = adapter.facts_from_wheel(archive)
     except (OSError, zipfile.BadZipFile, RemoteZipError, requests.RequestException, FactsError) as exc:
         return f"cannot inspect {artifact.filename} remotely ({type(exc).__name__}: {exc})"
+    if facts is None:
+        return None
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = cached.with_suffix(".tmp")
     tmp.write_text(json.dumps(asdict(facts)))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from ..adapters import adapter_for
 from ..model import Cell, Framework
 from ..naming import builder_image_tag
 from ..paths import NATIVE_DIR
@@ -67,7 +68,7 @@ class BuildPlan:
 
 
 def binding_dir(framework: Framework, native_dir: Path = NATIVE_DIR) -> Path:
-    return native_dir / "bindings" / framework.value
+    return adapter_for(framework).binding_dir(native_dir)
 
 
 def human_size(size: int | None) -> str:
@@ -113,7 +114,10 @@ def plan_cell(
     def deferred(reason: str, **found: object) -> CellPlan:
         return CellPlan(cell=cell, status=CellStatus.DEFERRED, reason=reason, buildable_here=False, **found)  # type: ignore[arg-type]
 
-    binding = binding_dir(cell.framework, native_dir)
+    adapter = adapter_for(cell.framework)
+    if adapter.binding_missing is not None:
+        return deferred(adapter.binding_missing)
+    binding = adapter.binding_dir(native_dir)
     if not (binding / "pyproject.toml").is_file():
         return deferred(f"no {cell.framework.value} binding in {binding.relative_to(native_dir.parent)} yet")
     if cell.arch.value != machine_arch():

@@ -20,15 +20,8 @@ from pathlib import Path
 from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 
-# Never grafted into a Perseus wheel (sonames, glob patterns as auditwheel --exclude takes them).
-EXCLUDED_LIBRARIES = (
-    "libtorch*",
-    "libc10*",
-    "libcudart*",
-    "libnccl*",
-    "libtensorflow_framework*",
-    "libmxnet*",
-)
+from ..adapters import excluded_libraries
+
 
 
 class RepairError(RuntimeError):
@@ -91,7 +84,7 @@ def auditwheel_repair(wheel: Path, out_dir: Path, library_path: list[Path]) -> P
         os.pathsep
     )
     cmd = [sys.executable, "-m", "auditwheel", "repair", "--wheel-dir", str(out_dir)]
-    for pattern in EXCLUDED_LIBRARIES:
+    for pattern in excluded_libraries():
         cmd += ["--exclude", pattern]
     before = set(out_dir.glob("*.whl"))
     _run([*cmd, str(wheel)], env)
@@ -125,7 +118,7 @@ def retag(wheel: Path, tag: Tag) -> Path:
 def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_path: list[Path]) -> RepairResult:
     repaired = auditwheel_repair(wheel, out_dir, library_path)
     grafted = grafted_libraries(repaired)
-    vendored = [lib for lib in grafted if any(fnmatch.fnmatch(lib, p) for p in EXCLUDED_LIBRARIES)]
+    vendored = [lib for lib in grafted if any(fnmatch.fnmatch(lib, p) for p in excluded_libraries())]
     if vendored:
         raise RepairError(f"{repaired.name} vendors framework libraries {vendored}: the exclusion policy failed")
     repaired_platform = ".".join(sorted(_platforms(repaired.name)))

@@ -1,5 +1,6 @@
 """The post-build test: install a cell's wheel into a FRESH environment that holds exactly its framework
-build, import the binding and run one real op.
+build and run the self-test the wheel ships (`python -m perseus.<framework>._selftest`, the same
+check the CI test command and the install script run).
 
 The environment is new for every test (a temporary directory, removed afterwards) and made like a
 user's `python -m venv` (pip, and setuptools below Python 3.12: torch 1.10 imports pkg_resources
@@ -15,19 +16,16 @@ import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
-from ..model import Cell, Framework
+from ..adapters import adapter_for
+from ..model import Cell
 from .cache import BuildCache
 from .common import CommonWheel
 from .envs import create_venv, framework_requirement, install, uv_version
 from .frameworks import FrameworkArtifact
 from .hashing import inputs_key
 from .toolchain import Interpreter
-
-# One check script per framework, run by the test environment's interpreter (so it stays 3.6-compatible).
-CHECK_SCRIPTS = {Framework.TORCH: "check_torch.py"}
 
 
 class SmokeTestError(RuntimeError):
@@ -41,11 +39,9 @@ class SmokeResult:
     reused: bool
 
 
-def check_script(framework: Framework) -> str:
-    name = CHECK_SCRIPTS.get(framework)
-    if name is None:
-        raise SmokeTestError(f"not supported: no post-build test for {framework.value} wheels yet")
-    return resources.files("aiacc_build.build.checks").joinpath(name).read_text()
+def selftest_command(cell: Cell) -> list[str]:
+    """The arguments after the interpreter: `-m perseus.torch._selftest <release> <framework version>`."""
+    return ["-m", adapter_for(cell.framework).selftest_module, cell.release_version, cell.framework_version]
 
 
 def smoke_test(
@@ -57,23 +53,23 @@ def smoke_test(
     framework: FrameworkArtifact,
     cache: BuildCache,
 ) -> SmokeResult:
-    script = check_script(cell.framework)
+    command = selftest_command(cell)
     inputs = {
         "wheel": wheel_sha256,
         "common": common.sha256,
         "framework": framework.identity,
         "python": interpreter.version,
-        "script": inputs_key("script", {"text": script, "output": "stdout"}),
+        "selftest": inputs_key("selftest", {"command": command, "output": "stdout"}),
         "uv": uv_version(),
         "env": "seeded",  # pip/setuptools in the test env, as in `python -m venv`
     }
     description = (
         f"fresh {interpreter.version} venv + {framework.filename} + {common.path.name}: "
-        f"import perseus.{cell.framework.value}, one compression op"
+        f"python {' '.join(command)}"
     )
 
     def run(path: Path, meta: dict[str, object]) -> None:
-        meta["output"] = _run_in_fresh_env(cell, wheel, common, interpreter, framework, cache, script)
+        meta["output"] = _run_in_fresh_env(cell, wheel, common, interpreter, framework, cache, command)
 
     entry = cache.ensure("smoke", inputs, run)
     return SmokeResult(description=description, output=str(entry.meta["output"]), reused=entry.hit)
@@ -86,7 +82,7 @@ def _run_in_fresh_env(
     interpreter: Interpreter,
     framework: FrameworkArtifact,
     cache: BuildCache,
-    script: str,
+    command: list[str],
 ) -> str:
     workdir = Path(tempfile.mkdtemp(prefix="aiacc-smoke-"))
     try:
@@ -99,10 +95,8 @@ def _run_in_fresh_env(
         install(venv, [framework_requirement(framework), str(links / common.path.name)], cache)
         # the cell's wheel from the local folder only: its perseus-common==<release> must be met there
         install(venv, [str(links / wheel.name)], cache, no_index=True, find_links=[links])
-        check = workdir / "check.py"
-        check.write_text(script)
         proc = subprocess.run(
-            [str(venv.python), str(check), cell.release_version, cell.framework_version],
+            [str(venv.python), *command],
             cwd=workdir,
             capture_output=True,
             text=True,

@@ -14,6 +14,8 @@ from elftools.elf.elffile import ELFFile
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name, parse_wheel_filename
 
+from ..adapters import framework_of_distribution
+
 
 @dataclass(frozen=True)
 class WheelInfo:
@@ -44,11 +46,10 @@ def read_wheel(path: Path) -> WheelInfo:
     )
 
 
-def framework_dependencies(
-    info: WheelInfo, frameworks: tuple[str, ...] = ("torch", "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "mxnet")
-) -> list[str]:
-    """Requirements on a framework: a Perseus wheel must have none (it never touches the user's framework)."""
-    return [str(r) for r in info.requires if canonicalize_name(r.name).startswith(frameworks)]
+def framework_dependencies(info: WheelInfo) -> list[str]:
+    """Requirements on a framework (any distribution an adapter names): a Perseus wheel must have none (it
+    never touches the user's framework)."""
+    return [str(r) for r in info.requires if framework_of_distribution(canonicalize_name(r.name)) is not None]
 
 
 def python_api_imports(path: Path) -> dict[str, list[str]]:

@@ -14,7 +14,8 @@ from packaging.version import Version as PyVersion
 from rattler import MatchSpec, Version, VersionSpec
 
 from .. import naming
-from ..model import Cell, Framework
+from ..adapters import all_adapters
+from ..model import Cell
 from .conda_env import EnvFile
 from .conda_table import CondaTable, Package
 from .findings import Finding
@@ -50,7 +51,7 @@ def _matches(version_spec: str | None, versions: tuple[str, ...]) -> bool:
     return any(spec.matches(Version(v)) for v in versions)
 
 
-def _pin(spec: Spec | None) -> str | None:
+def pin(spec: Spec | None) -> str | None:
     """`11.0.*` -> `11.0`: the series a `name=X` spec pins."""
     if spec is None or spec.version is None:
         return None
@@ -78,7 +79,8 @@ class EnvChecker:
             self._availability(spec)
         self._python()
         self._cuda_conventions()
-        self._pytorch()
+        for adapter in all_adapters():
+            adapter.check_conda(self)
         self._pip_lines()
         if self.expected is not None:
             self._matches_cells()
@@ -156,7 +158,7 @@ class EnvChecker:
             self.fail(
                 "version-removed",
                 spec.text,
-                f"{spec.name} {_pin(spec)} was removed from channel {channel} ({self.table.source_url(removed.source)})",
+                f"{spec.name} {pin(spec)} was removed from channel {channel} ({self.table.source_url(removed.source)})",
             )
             return
         later = [c for c in self._listed() if c != channel and spec.name in self.table.channels[c].packages and _matches(spec.version, self.table.channels[c].packages[spec.name].all_versions())]
@@ -164,13 +166,13 @@ class EnvChecker:
             self.fail(
                 "channel-priority",
                 spec.text,
-                f"strict channel priority takes {spec.name} from {channel}, which has no {_pin(spec)}; {', '.join(later)} has it: list it first",
+                f"strict channel priority takes {spec.name} from {channel}, which has no {pin(spec)}; {', '.join(later)} has it: list it first",
             )
             return
         self.fail(
             "version-not-on-channel",
             spec.text,
-            f"channel {channel} has no {spec.name} {_pin(spec)} (it has {', '.join(package.all_versions()) or 'none'}; source: {self.table.source_url(package.source)})",
+            f"channel {channel} has no {spec.name} {pin(spec)} (it has {', '.join(package.all_versions()) or 'none'}; source: {self.table.source_url(package.source)})",
         )
 
     # --- conventions -------------------------------------------------------------------------------
@@ -185,69 +187,24 @@ class EnvChecker:
     def _cuda_conventions(self) -> None:
         toolkit, cuda_version = self.specs.get("cudatoolkit"), self.specs.get("cuda-version")
         last = PyVersion(self.table.conventions.cudatoolkit_last)
-        pin = _pin(toolkit)
-        if pin and PyVersion(pin) > last:
+        toolkit_pin = pin(toolkit)
+        if toolkit_pin and PyVersion(toolkit_pin) > last:
             self.fail(
                 "era-cudatoolkit",
                 toolkit.text,
-                f"CUDA {pin} has no cudatoolkit package (its last is {last}): pin `cuda-version={pin}` instead",
+                f"CUDA {toolkit_pin} has no cudatoolkit package (its last is {last}): pin `cuda-version={toolkit_pin}` instead",
             )
-        if toolkit and cuda_version and _pin(toolkit) != _pin(cuda_version):
-            self.fail("cuda-pin-mismatch", "cuda", f"cudatoolkit={_pin(toolkit)} and cuda-version={_pin(cuda_version)} pin two CUDA versions")
+        if toolkit and cuda_version and pin(toolkit) != pin(cuda_version):
+            self.fail("cuda-pin-mismatch", "cuda", f"cudatoolkit={pin(toolkit)} and cuda-version={pin(cuda_version)} pin two CUDA versions")
         if toolkit and "pytorch-cuda" in self.specs:
             self.fail("era-pytorch-cuda", "cudatoolkit", "pytorch-cuda and cudatoolkit pin CUDA twice: PyTorch's channel uses one or the other, by release")
         if "cudnn" in self.specs:
-            cuda = _pin(toolkit) or _pin(cuda_version)
+            cuda = pin(toolkit) or pin(cuda_version)
             cudnn = self.provider("cudnn")
             if cuda is None:
                 self.fail("cudnn-without-cuda", "cudnn", "cudnn without a pinned CUDA (cudatoolkit / cuda-version) lets conda pick any toolkit")
             elif cudnn is not None and cudnn[1].cuda and cuda not in cudnn[1].cuda:
                 self.fail("cudnn-cuda", "cudnn", f"{cudnn[0]} has no cudnn build for CUDA {cuda}")
-
-    def _pytorch(self) -> None:
-        spec = self.specs.get("pytorch")
-        if spec is None:
-            if "cpuonly" in self.specs or "pytorch-cuda" in self.specs:
-                self.fail("pytorch-variant-without-pytorch", "pytorch", "cpuonly / pytorch-cuda select a PyTorch build but the file installs no pytorch")
-            return
-        found = self.provider("pytorch")
-        version = _pin(spec)
-        if found is None or version is None or found[1].not_our_convention:
-            return  # reported by _availability
-        channel, package = found
-        accelerators = [n for n in ("cpuonly", "pytorch-cuda", "cudatoolkit") if n in self.specs]
-        if not accelerators:
-            self.fail("pytorch-variant", "pytorch", "pytorch without cpuonly / pytorch-cuda / cudatoolkit: conda may pick a CPU or any CUDA build")
-            return
-        cuda = None if "cpuonly" in self.specs else _pin(self.specs.get("pytorch-cuda") or self.specs.get("cudatoolkit"))
-        if "cpuonly" in self.specs and len(accelerators) > 1:
-            self.fail("pytorch-variant", "cpuonly", f"cpuonly together with {accelerators[1]}: the CPU build and a CUDA pin exclude each other")
-            return
-        new_era = self.table.pytorch_cuda_era(version)
-        if cuda is not None and new_era and "cudatoolkit" in self.specs:
-            self.fail(
-                "era-pytorch-cuda",
-                self.specs["cudatoolkit"].text,
-                f"PyTorch {version} on the pytorch channel selects CUDA with `pytorch-cuda={cuda}` (from {self.table.conventions.pytorch_cuda_first_torch} on), not cudatoolkit",
-            )
-        if cuda is not None and not new_era and "pytorch-cuda" in self.specs:
-            self.fail(
-                "era-pytorch-cuda",
-                self.specs["pytorch-cuda"].text,
-                f"PyTorch {version} predates pytorch-cuda (from {self.table.conventions.pytorch_cuda_first_torch} on): pin `cudatoolkit={cuda}`",
-            )
-        python = _pin(self.specs.get("python"))
-        builds = [b for b in package.builds if b.version == version]
-        if not builds:
-            return  # a version the table lists only as `versions`: nothing finer to check
-        build = builds[0]
-        source = self.table.source_url(build.source)
-        if cuda is None and not build.cpu:
-            self.fail("pytorch-build", spec.text, f"{channel} has no CPU build of PyTorch {version} ({source})")
-        if cuda is not None and cuda not in build.cuda:
-            self.fail("pytorch-build", spec.text, f"{channel} has PyTorch {version} for CUDA {', '.join(build.cuda)}, not {cuda} ({source})")
-        if python is not None and python not in build.pythons:
-            self.fail("pytorch-build", spec.text, f"{channel} has PyTorch {version} for Python {', '.join(build.pythons)}, not {python} ({source})")
 
     def _pip_lines(self) -> None:
         for line in self.env.pip:
@@ -270,10 +227,10 @@ class EnvChecker:
     def _matches_cells(self) -> None:
         expected = self.expected
         cell = expected.cell
-        python = _pin(self.specs.get("python"))
+        python = pin(self.specs.get("python"))
         if python is not None and python != expected.python:
             self.fail("cell-python", "python", f"pins Python {python}, the file is for Python {expected.python}")
-        pins = {n: _pin(self.specs.get(n)) for n in ("cudatoolkit", "pytorch-cuda", "cuda-version") if n in self.specs}
+        pins = {n: pin(self.specs.get(n)) for n in ("cudatoolkit", "pytorch-cuda", "cuda-version") if n in self.specs}
         if cell.cuda is None and pins:
             self.fail("cell-cuda", "cuda", f"a CPU cell's environment pins CUDA ({', '.join(f'{k}={v}' for k, v in pins.items())})")
         if cell.cuda is not None:
@@ -282,14 +239,14 @@ class EnvChecker:
             for name, value in pins.items():
                 if value != cell.cuda:
                     self.fail("cell-cuda", name, f"pins {name}={value}, the cell is built for CUDA {cell.cuda}")
-        torch = self.specs.get("pytorch")
-        if torch is not None:
+        from_conda = [(a, self.specs[a.conda_package]) for a in all_adapters() if a.conda_package in self.specs]
+        for adapter, spec in from_conda:
             foreign = sorted({v.arch.value for v in expected.variants} - {"x86_64"})
             if foreign:
-                self.fail("platform", torch.text, f"the table's PyTorch channel builds are linux-64 only; this file also serves {', '.join(foreign)}")
-            if cell.framework is not Framework.TORCH or _pin(torch) != cell.framework_version:
-                self.fail("cell-framework", torch.text, f"installs pytorch {_pin(torch)}, the cell is {cell.framework.value} {cell.framework_version}")
-        else:
+                self.fail("platform", spec.text, f"the table's {adapter.display_name} channel builds are linux-64 only; this file also serves {', '.join(foreign)}")
+            if cell.framework is not adapter.framework or pin(spec) != cell.framework_version:
+                self.fail("cell-framework", spec.text, f"installs {adapter.conda_package} {pin(spec)}, the cell is {cell.framework.value} {cell.framework_version}")
+        if not from_conda:
             wanted = {v.build.requirement for v in expected.variants}
             present = {line.split(";", 1)[0].strip() for line in self.env.pip}
             for requirement in sorted(wanted - present):

@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import naming
+from ..adapters import names as adapter_names
 from ..errors import MatrixError, StaleOutputError, UnsupportedCellError
 from ..paths import MATRIX_DIR, RELEASES_DIR
 from . import sync as sync_mod
@@ -35,7 +36,7 @@ def matrix() -> None:
 
 @matrix.command("list")
 @click.option("--release", "release", metavar="R", help="Only this release (version or path); default: all.")
-@click.option("--framework", type=click.Choice(["torch", "tensorflow", "mxnet"]), help="Only this framework.")
+@click.option("--framework", type=click.Choice(list(adapter_names())), help="Only this framework.")
 @click.option("--framework-version", metavar="V", help="Only this framework version, e.g. 1.7.1.")
 @click.option("--cuda", metavar="X|cpu", help="Only this CUDA (11.0, cuda11.0, cu110) or 'cpu'.")
 @click.option("--python", metavar="P", help="Only cells for this Python (e.g. 3.6), environments included.")

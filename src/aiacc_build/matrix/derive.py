@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from packaging.version import Version
 
-from ..model import Arch, Cell, Framework, ReleaseInfo
+from ..model import Arch, Cell, Framework, ReleaseInfo, python_specific
 from .facts import Facts, ResolvedBuild
 from .located_yaml import LocatedData
 from .schema import FrameworkRules, ReleaseFile, SupportEntry
@@ -77,7 +77,7 @@ class Deriver:
                     self.err(base + ("pythons", i), f"Python {p} is not one of the release's pythons ({', '.join(self.model.pythons)})")
         if rules.env_pythons:
             self._no_duplicates(base + ("env_pythons",), rules.env_pythons)
-            if fw.python_specific:
+            if python_specific(fw):
                 self.err(base + ("env_pythons",), f"{fw.value} wheels are CPython-specific: use `pythons`, not `env_pythons`")
         wants: list[_Want] = []
         if rules.support is not None:
@@ -152,7 +152,7 @@ class Deriver:
                                 f"miss the release's Pythons {', '.join(py_constraint)} / arches {', '.join(sorted(arch_ok))}")
 
     def _cells_for(self, fw: Framework, rules: FrameworkRules, b: ResolvedBuild, pythons: list[str], path, base) -> int:
-        if fw.python_specific:
+        if python_specific(fw):
             per_cell = [(p, (p,)) for p in sorted(pythons, key=Version)]
         else:
             if rules.env_pythons:

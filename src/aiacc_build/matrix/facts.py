@@ -19,7 +19,16 @@ from ..model import Arch, Framework, FrameworkBuild
 from .files import read_model
 from .schema import BuildFact, FactsFile, RegistryFile
 
-FACTS_FILES = {fw: f"{fw.value}.yaml" for fw in Framework}
+
+
+def facts_file(framework: Framework) -> str:
+    """`matrix/facts/<framework>.yaml`: the cited upstream facts of one framework."""
+    return f"{framework.value}.yaml"
+
+
+def _frameworks_with_facts(facts_dir: Path) -> list[Framework]:
+    """The registered frameworks that have a facts file (a release naming another one fails in derive)."""
+    return [fw for fw in Framework if (facts_dir / facts_file(fw)).is_file()]
 REGISTRY_FILE = "pypi.yaml"
 
 
@@ -66,8 +75,8 @@ class Facts:
 def pending_registry_requests(facts_dir: Path) -> list[tuple[str, str, str, tuple[Arch, ...]]]:
     """(requirement, registry name, version, arches) of every build whose facts come from the registry."""
     wanted = []
-    for fw in Framework:
-        model, _ = read_model(facts_dir / FACTS_FILES[fw], FactsFile)
+    for fw in _frameworks_with_facts(facts_dir):
+        model, _ = read_model(facts_dir / facts_file(fw), FactsFile)
         for vf in model.versions.values():
             for b in vf.builds:
                 if b.pythons == "pypi" or b.accelerator == "pypi":
@@ -82,8 +91,8 @@ def load_facts(facts_dir: Path) -> Facts:
     registry, registry_loc = read_model(registry_path, RegistryFile)
     builds: dict[tuple[Framework, str], tuple[ResolvedBuild, ...]] = {}
     files: dict[Framework, Path] = {}
-    for fw in Framework:
-        path = facts_dir / FACTS_FILES[fw]
+    for fw in _frameworks_with_facts(facts_dir):
+        path = facts_dir / facts_file(fw)
         files[fw] = path
         model, loc = read_model(path, FactsFile)
         if model.framework != fw.value:

@@ -14,6 +14,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from ..adapters import names as adapter_names
+
 
 def _check_version(value: str) -> str:
     try:
@@ -52,7 +54,8 @@ VersionStr = Annotated[str, AfterValidator(_check_version)]
 PythonStr = Annotated[str, AfterValidator(_check_python)]
 AcceleratorStr = Annotated[str, AfterValidator(_check_accelerator)]
 RequirementStr = Annotated[str, AfterValidator(_check_requirement)]
-FrameworkName = Literal["torch", "tensorflow", "mxnet"]
+# The frameworks a matrix file may name: one per registered adapter (aiacc_build.adapters).
+FrameworkName = Literal[adapter_names()]  # type: ignore[valid-type]
 ArchName = Literal["x86_64", "aarch64"]
 
 

@@ -1,4 +1,5 @@
-"""The GitHub Actions workflow of a release: one cibuildwheel job per cell group, then an index job.
+"""The GitHub Actions workflow of a release: one cibuildwheel job per cell group whose framework has a
+binding (the others are listed in the file's header with their adapter's reason), then an index job.
 
 Each job renders the release (for the builder Dockerfile and bake file), builds its builder image on
 the exact manylinux image the pinned cibuildwheel uses, then builds, repairs and tests its wheels.
@@ -8,10 +9,12 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
+from pathlib import Path
 
 from packaging.version import Version
 
 from .. import naming
+from ..adapters import adapter_for, excluded_libraries
 from ..model import Arch, CellGroup, Cell, ReleaseInfo, group_cells
 from . import pip
 from .output import RenderedFile
@@ -19,19 +22,20 @@ from .templates import render
 
 RUNNERS = {Arch.X86_64: "ubuntu-24.04", Arch.AARCH64: "ubuntu-24.04-arm"}
 TOOL_PYTHON = "3.12"  # runs aiacc-build and cibuildwheel on the runner
-# Libraries a binding links but must never carry: they belong to the framework / CUDA / NCCL.
-REPAIR_EXCLUDES: tuple[str, ...] = (
-    "libtorch*",
-    "libc10*",
-    "libcudart*",
-    "libnccl*",
-    "libtensorflow_framework*",
-    "libmxnet*",
-)
 
 
 def binding_dir(group: CellGroup) -> str:
-    return f"native/bindings/{group.framework.value}"
+    return adapter_for(group.framework).binding_dir(Path("native")).as_posix()
+
+
+@dataclass(frozen=True)
+class NotBuilt:
+    """A cell group that gets no job (no job that must fail): its framework has no binding yet."""
+
+    id: str
+    name: str
+    reason: str
+    wheel_paths: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -51,7 +55,7 @@ class CiJob:
 
 def repair_command(group: CellGroup) -> str:
     cell = group.cells[0]
-    excludes = " ".join(f"--exclude {shlex.quote(e)}" for e in REPAIR_EXCLUDES)
+    excludes = " ".join(f"--exclude {shlex.quote(e)}" for e in excluded_libraries())
     published = cell.release.wheel_tags.platform[cell.framework].format(arch=cell.arch.value)
     repaired = cell.release.wheel_tags.repair_platform[cell.framework].format(arch=cell.arch.value)
     if published == repaired:
@@ -96,7 +100,7 @@ def ci_job(group: CellGroup) -> CiJob:
         "CIBW_BEFORE_BUILD": f"pip install wheel {framework_args}",
         "CIBW_REPAIR_WHEEL_COMMAND": repair_command(group),
         "CIBW_BEFORE_TEST": "pip install {project}/native/runtime",
-        "CIBW_TEST_COMMAND": f'pip install {framework_args} && python -c "import perseus, perseus.{group.framework.value}"',
+        "CIBW_TEST_COMMAND": f"pip install {framework_args} && {selftest_command(group)}",
     }
     accel = "CPU" if group.cuda is None else f"CUDA {group.cuda}"
     return CiJob(
@@ -110,6 +114,26 @@ def ci_job(group: CellGroup) -> CiJob:
         package_dir=binding_dir(group),
         output_dir=naming.accelerator_folder(cell),
         env=env,
+        wheel_paths=tuple(naming.wheel_path(c) for c in group.cells),
+    )
+
+
+def selftest_command(group: CellGroup) -> str:
+    """The wheel's own self-test, as the local build and the install script run it."""
+    module = adapter_for(group.framework).selftest_module
+    return f"python -m {module} {shlex.quote(group.release_version)} {shlex.quote(group.framework_version)}"
+
+
+def not_built(group: CellGroup) -> NotBuilt | None:
+    """Why a group gets no CI job (None: it gets one)."""
+    reason = adapter_for(group.framework).binding_missing
+    if reason is None:
+        return None
+    accel = "CPU" if group.cuda is None else f"CUDA {group.cuda}"
+    return NotBuilt(
+        id=naming.ci_job_id(group),
+        name=f"{group.framework.value} {group.framework_version} {accel} {group.arch.value}",
+        reason=reason,
         wheel_paths=tuple(naming.wheel_path(c) for c in group.cells),
     )
 
@@ -131,8 +155,11 @@ class InstallCheck:
 
 
 def install_check(cells: tuple[Cell, ...] | list[Cell]) -> InstallCheck | None:
-    """A torch x86_64 cell of one Python: CPU first (no GPU on the runner), then the newest."""
-    fitting = [c for c in cells if c.framework.value == "torch" and c.arch.value == "x86_64" and c.python]
+    """An x86_64 cell with a binding, of one Python: CPU first (no GPU on the runner), then the newest."""
+    fitting = [
+        c for c in cells
+        if adapter_for(c.framework).binding_missing is None and c.arch.value == "x86_64" and c.python
+    ]
     if not fitting:
         return None
     cell = max(fitting, key=lambda c: (c.cuda is None, Version(c.framework_version), Version(c.python or "0")))
@@ -142,7 +169,9 @@ def install_check(cells: tuple[Cell, ...] | list[Cell]) -> InstallCheck | None:
 
 
 def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
-    jobs = [ci_job(g) for g in group_cells(cells)]
+    groups = group_cells(cells)
+    skipped = [n for n in map(not_built, groups) if n is not None]
+    jobs = [ci_job(g) for g in groups if not_built(g) is None]
     ids = [j.id for j in jobs]
     if len(set(ids)) != len(ids):
         raise ValueError(f"release {release.version}: two CI jobs share an id")
@@ -151,6 +180,7 @@ def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> Ren
         release=release,
         workflow_name=naming.ci_workflow_filename(release).removesuffix(".yml"),
         jobs=jobs,
+        not_built=skipped,
         tool_python=TOOL_PYTHON,
         common_wheel=naming.common_wheel_filename(release),
         expected=sorted({p for j in jobs for p in j.wheel_paths} | {naming.common_wheel_path(release)}),

@@ -1,9 +1,9 @@
 """Conda environment files: one per (cell, environment Python), named by naming.conda_filename.
 
-Conda supplies Python, pip and the CUDA runtime; the framework comes from conda where a channel
-has that exact build (PyTorch 1.5.1 to 2.5 on `pytorch`, 1.8.2 LTS on `pytorch-lts`, for the Pythons
-those builds exist for: the table conda/packages.yaml says), else from pip with the cell's exact
-requirement; the Perseus wheels always come from the mirror through pip.
+Conda supplies Python, pip and the CUDA runtime; the framework comes from conda where its adapter
+finds a channel with that exact build (PyTorch 1.5.1 to 2.5 on `pytorch`, 1.8.2 LTS on `pytorch-lts`,
+for the Pythons those builds exist for: the table conda/packages.yaml says), else from pip with the
+cell's exact requirement; the Perseus wheels always come from the mirror through pip.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from packaging.version import Version
 
 from .. import naming
-from ..checks.conda_table import default_conda_table
-from ..model import Cell, Framework
+from ..adapters import adapter_for
+from ..model import Cell
 from . import pip
 from .output import RenderedFile
 from .templates import render
@@ -37,30 +37,17 @@ def _modern(cuda: str) -> bool:
     return Version(cuda) >= MODERN_CUDA
 
 
-def _torch_conda_channel(cell: Cell, python: str) -> str | None:
-    """The conda channel with this exact PyTorch build for `python`; None: PyTorch comes from pip."""
-    if cell.framework is not Framework.TORCH:
-        return None
-    return default_conda_table().pytorch_channel(cell.framework_version, cell.cuda, python)
-
-
 def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
     """The environment of one cell, or of its architecture variants (see variants.arch_variants)."""
     cell = variants[0]
     channels: list[str] = []
     deps: list[str] = [f"python={python}", "pip"]
     pip_lines: list[str] = []
-    torch_channel = _torch_conda_channel(cell, python)
-    if torch_channel is not None:
-        channels.append(torch_channel)
-        deps.append(f"pytorch={cell.framework_version}")
-        if cell.cuda is None:
-            deps.append("cpuonly")
-        elif default_conda_table().pytorch_cuda_era(cell.framework_version):
-            channels.append("nvidia")
-            deps.append(f"pytorch-cuda={cell.cuda}")
-        else:
-            deps.append(f"cudatoolkit={cell.cuda}")
+    adapter = adapter_for(cell.framework)
+    from_conda = adapter.conda_framework(cell, python)
+    if from_conda is not None:
+        channels += from_conda.channels
+        deps += from_conda.dependencies
     else:
         if cell.cuda is not None:
             if _modern(cell.cuda):
@@ -72,7 +59,7 @@ def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
                 # pip builds of TensorFlow / MXNet of that era load the system CUDA and cuDNN; torch
                 # wheels bundle their cuDNN, the binding still needs the toolkit's libcudart.
                 deps.append(f"cudatoolkit={cell.cuda}")
-                if cell.framework is not Framework.TORCH:
+                if not adapter.pip_build_bundles_cudnn:
                     deps.append("cudnn")
         for variant in variants:
             for line in _pip_option_lines(variant):

@@ -7,9 +7,13 @@ here-document: it runs under the user's Python, 3.6 or newer, with the standard 
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from functools import lru_cache
 
 from .. import naming
+from ..adapters import all_adapters
+from ..adapters.runtime_table import runtime_rows
 from ..model import Cell, ReleaseInfo
 from ..paths import REPO_ROOT
 from .output import RenderedFile
@@ -61,10 +65,40 @@ def installer_program() -> str:
     return "\n\n\n".join(parts)
 
 
+@dataclass(frozen=True)
+class InstallerFramework:
+    name: str
+    aliases: list[str]  # other spellings --framework accepts
+
+
+# The installer needs these of each adapter's runtime row (not the doctor's probe).
+INSTALLER_KEYS = ("name", "display_name", "import_name", "distributions", "distribution_pattern",
+                  "binding_distribution", "selftest_module", "installer")
+
+
+def installer_frameworks() -> list[InstallerFramework]:
+    """Every registered framework and its other spellings: its display name and its Docker tag abbreviation."""
+    out = []
+    for adapter in all_adapters():
+        spellings = [adapter.display_name.lower(), adapter.tag_abbreviation]
+        out.append(InstallerFramework(adapter.name, [a for a in dict.fromkeys(spellings) if a != adapter.name]))
+    return out
+
+
+def framework_table() -> str:
+    """One JSON row per framework adapter, one per line (the script's AIACC_FRAMEWORKS)."""
+    rows = [{k: row[k] for k in INSTALLER_KEYS} for row in runtime_rows()]
+    return "[\n" + ",\n".join(json.dumps(r, sort_keys=False) for r in rows) + "\n]"
+
+
 def render_install_script(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
+    frameworks = installer_frameworks()
     content = render(
         "scripts/install_AIACC-Training.sh.j2",
         release=release,
+        frameworks=frameworks,
+        framework_names=[f.name for f in frameworks],
+        framework_table=framework_table(),
         table=[table_line(c) for c in cells],
         exit_codes={name: code for name, (code, _) in EXIT_CODES.items()},
         exit_help={name: text for name, (_, text) in EXIT_CODES.items()},

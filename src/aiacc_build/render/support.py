@@ -10,6 +10,7 @@ import platform
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..adapters import adapter_for
 from ..model import Cell
 
 PYENV_VERSIONS = Path("/root/.pyenv/versions")
@@ -52,7 +53,7 @@ def build_python(cell: Cell) -> str:
 
 @dataclass(frozen=True)
 class BuildLocation:
-    where: str  # "here" or "ci"
+    where: str  # "here", "ci", or "none" (its framework has no binding yet)
     reason: str
 
     @property
@@ -61,7 +62,11 @@ class BuildLocation:
 
 
 def build_location(cell: Cell, host: BuildHost) -> BuildLocation:
-    """Can this host build the cell's wheel for real? If not, it is built in CI; the reason says why."""
+    """Can this host build the cell's wheel for real? If not, it is built in CI; the reason says why.
+    A cell whose framework has no binding is built nowhere ("none")."""
+    missing_binding = adapter_for(cell.framework).binding_missing
+    if missing_binding is not None:
+        return BuildLocation("none", missing_binding)
     python = build_python(cell)
     missing: list[str] = []
     if cell.arch.value != host.arch:

@@ -11,10 +11,12 @@ from .support import BuildHost, build_location
 from .templates import render
 
 STATUS_LISTED = "listed"  # in the matrix; every artifact rendered. Later issues add "built", "published".
+STATUS_NO_BINDING = "not built"  # its framework has no binding yet: no wheel, no CI job
 
 
 def cell_entry(cell: Cell, host: BuildHost, ci_job: str) -> dict:
     location = build_location(cell, host)
+    built = location.where != "none"
     return {
         "key": cell.key,
         "framework": cell.framework.value,
@@ -33,8 +35,8 @@ def cell_entry(cell: Cell, host: BuildHost, ci_job: str) -> dict:
             for os_type in cell.release.docker_os_types
             for p in cell.env_pythons
         ],
-        "ci_job": ci_job,
-        "status": STATUS_LISTED,
+        "ci_job": ci_job if built else None,
+        "status": STATUS_LISTED if built else STATUS_NO_BINDING,
         "build": location.where,
         "reason": location.reason,
     }
@@ -58,8 +60,10 @@ def render_support(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], h
         "cells": entries,
     }
     here = sum(1 for e in entries if e["build"] == "here")
+    ci = sum(1 for e in entries if e["build"] == "ci")
     markdown = render(
-        "SUPPORT.md.j2", release=release, entries=entries, here=here, ci=len(entries) - here, install_script=naming.INSTALL_SCRIPT_NAME
+        "SUPPORT.md.j2", release=release, entries=entries, here=here, ci=ci, not_built=len(entries) - here - ci,
+        install_script=naming.INSTALL_SCRIPT_NAME,
     )
     return [
         RenderedFile(path="SUPPORT.md", content=markdown, kind="support"),

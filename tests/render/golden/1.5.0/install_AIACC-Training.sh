@@ -38,6 +38,17 @@ mxnet 1.7.0 10.0 any x86_64 cuda100/perseus_mxnet-1.5.0+1.7.0-py2.py3-none-manyl
 AIACC_CELL_TABLE
 )"
 
+# What the build tool's framework adapters say about each framework: its distributions, how to find
+# the CUDA it was built with, its binding's distribution and self-test (JSON, one framework a line).
+FRAMEWORK_TABLE="$(cat <<'AIACC_FRAMEWORK_TABLE'
+[
+{"name": "torch", "display_name": "PyTorch", "import_name": "torch", "distributions": ["torch"], "distribution_pattern": null, "binding_distribution": "perseus_torch", "selftest_module": "perseus.torch._selftest", "installer": {"cuda_method": "python-assignment", "cuda_file": "version.py", "cuda_variable": "cuda", "cpu_distributions": []}},
+{"name": "tensorflow", "display_name": "TensorFlow", "import_name": "tensorflow", "distributions": ["tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-aarch64", "intel-tensorflow", "tf-nightly"], "distribution_pattern": null, "binding_distribution": "perseus_tensorflow", "selftest_module": "perseus.tensorflow._selftest", "installer": {"cuda_method": "tensorflow-build-info", "cuda_file": null, "cuda_variable": null, "cpu_distributions": ["tensorflow-cpu"]}},
+{"name": "mxnet", "display_name": "MXNet", "import_name": "mxnet", "distributions": ["mxnet", "mxnet-mkl", "mxnet-native"], "distribution_pattern": "mxnet-cu\\d+(mkl)?", "binding_distribution": "perseus_mxnet", "selftest_module": "perseus.mxnet._selftest", "installer": {"cuda_method": "distribution-suffix", "cuda_file": null, "cuda_variable": null, "cpu_distributions": []}}
+]
+AIACC_FRAMEWORK_TABLE
+)"
+
 usage() {
   cat <<USAGE
 Usage: bash install_AIACC-Training.sh [--dry-run] [--framework NAME] [--mirror URL|DIR]
@@ -50,8 +61,7 @@ Run it again after upgrading a framework: the matching wheel replaces the old on
 
 Options:
   -n, --dry-run         detect and explain the decision; install nothing
-  --framework NAME      only this framework: torch (pytorch), tensorflow (tf) or mxnet (mx)
-  --mirror URL|DIR      where the wheels come from: an https:// URL, http:// only on this machine
+  --framework NAME      only this framework: torch (pytorch, pt), tensorflow (tf), mxnet (mx)  --mirror URL|DIR      where the wheels come from: an https:// URL, http:// only on this machine
                         (127.0.0.1, ::1, localhost), or a local folder for offline installs
                         (default ${MIRROR_URL})
   --ca-bundle PEM       the certificate authorities to trust for an https:// mirror (a private CA)
@@ -105,7 +115,7 @@ while [ "$#" -gt 0 ]; do
     --ca-bundle=?*) ca_bundle="${1#--ca-bundle=}" ;;
     --mirror= | --ca-bundle=) die "$EXIT_USAGE" "${1%=} needs a value (see --help)" ;;
     --framework)
-      [ "$#" -ge 2 ] || die "$EXIT_USAGE" "--framework needs a name: torch, tensorflow or mxnet"
+      [ "$#" -ge 2 ] || die "$EXIT_USAGE" "--framework needs a name: torch, tensorflow, mxnet"
       framework="$2"
       shift
       ;;
@@ -125,7 +135,7 @@ case "$framework" in
   torch | pytorch | pt) framework=torch ;;
   tensorflow | tf) framework=tensorflow ;;
   mxnet | mx) framework=mxnet ;;
-  *) die "$EXIT_USAGE" "unknown framework '$framework': use torch, tensorflow or mxnet" ;;
+  *) die "$EXIT_USAGE" "unknown framework '$framework': use torch, tensorflow, mxnet" ;;
 esac
 
 if ! command -v "$python_cmd" >/dev/null 2>&1; then
@@ -141,16 +151,19 @@ esac
 
 exec env AIACC_CELL_TABLE="$CELL_TABLE" AIACC_RELEASE="$RELEASE" AIACC_MIRROR_URL="$MIRROR_URL" \
   AIACC_FRAMEWORK="$framework" AIACC_EXIT_CODES="$EXIT_CODES" AIACC_COMMON_WHEEL=perseus_common-1.5.0-py3-none-any.whl \
+  AIACC_FRAMEWORKS="$FRAMEWORK_TABLE" \
   AIACC_DRY_RUN="$dry_run" AIACC_UNINSTALL="$uninstall" AIACC_CA_BUNDLE="$ca_bundle" \
   "$python_cmd" - <<'AIACC_INSTALLER_PY'
 # The decision half of install_AIACC-Training.sh, embedded in it by `aiacc-build render`.
 # It runs under the user's Python (3.6 or newer: no walrus, no f-string `=`, no capture_output) and
 # reads its inputs from the environment the script sets: AIACC_CELL_TABLE (one line per cell:
 # framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
-# AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ...").
+# AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ..."), AIACC_FRAMEWORKS
+# (JSON: one row per framework adapter of the build tool: its distributions and how to find its CUDA).
 # It detects the Python, the installed frameworks and the CUDA they were built with (then the
 # driver, then nvcc), picks one cell per framework and explains it. install_apply.py (embedded after
 # it) fetches, verifies and installs what it chose.
+import json
 import os
 import platform
 import re
@@ -159,7 +172,8 @@ import sys
 import sysconfig
 
 EXIT = dict(item.split("=") for item in os.environ.get("AIACC_EXIT_CODES", "").split())
-FRAMEWORKS = ("torch", "tensorflow", "mxnet")
+FRAMEWORKS = json.loads(os.environ.get("AIACC_FRAMEWORKS") or "[]")
+FRAMEWORK_NAMES = tuple(row["name"] for row in FRAMEWORKS)
 # Minimum Linux driver of each CUDA toolkit (CUDA release notes, "CUDA Toolkit and Driver Versions").
 DRIVER_FOR_CUDA = (
     ("13.0", "580.65.06"), ("12.9", "575.51.03"), ("12.8", "570.26"), ("12.6", "560.28.03"),
@@ -296,32 +310,35 @@ def cuda_from_label(label):
     return None
 
 
-def torch_cuda(version):
+def cuda_of_python_assignment(row, dist_name, version):
+    """`cuda = '12.4'` (None: CPU) in a file of the package folder, after the version's local label."""
     label = version.split("+", 1)[1] if "+" in version else ""
     from_label = cuda_from_label(label)
     if from_label:
         return from_label, "the version label +" + label
-    folder = package_dir("torch")
-    text = read(os.path.join(folder, "version.py")) if folder else None
+    detection = row["installer"]
+    folder = package_dir(row["import_name"])
+    path = os.path.join(folder, detection["cuda_file"]) if folder else None
+    text = read(path) if path else None
     if text is not None:
-        match = re.search(r"^cuda(?:\s*:[^=\n]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)", text, re.M)
+        pattern = r"^%s(?:\s*:[^=\n]*)?=\s*(?:'([^']*)'|\"([^\"]*)\"|None)" % re.escape(detection["cuda_variable"])
+        match = re.search(pattern, text, re.M)
         if match:
             value = match.group(1) or match.group(2)
-            return (major_minor(value) if value else "cpu"), "torch.version.cuda in " + os.path.join(folder, "version.py")
-    return None, "torch/version.py not readable"
+            return (major_minor(value) if value else "cpu"), "%s.%s in %s" % (
+                row["import_name"], detection["cuda_variable"], path)
+    return None, "%s/%s not readable" % (row["import_name"], detection["cuda_file"])
 
 
-def tensorflow_cuda(dist_name):
-    if normalise(dist_name) == "tensorflow-cpu":
-        return "cpu", "the distribution name " + dist_name
-    folder = package_dir("tensorflow")
+def cuda_of_tensorflow_build_info(row, dist_name, version):
+    folder = package_dir(row["import_name"])
     path = os.path.join(folder, "python", "platform", "build_info.py") if folder else None
     text = read(path) if path else None
     if text is None:
-        return None, "tensorflow's build_info.py not readable"
+        return None, "%s's build_info.py not readable" % row["import_name"]
     accel = cuda_from_build_info(text)
     if accel:
-        return accel, "the TensorFlow build info in " + path
+        return accel, "the %s build info in %s" % (row["display_name"], path)
     return None, "no CUDA version in " + path
 
 
@@ -337,31 +354,47 @@ def cuda_from_build_info(text):
     return None
 
 
-def mxnet_cuda(dist_name):
-    match = re.match(r"^mxnet-cu(\d+)", normalise(dist_name))
+def cuda_of_distribution_suffix(row, dist_name, version):
+    match = re.search(r"-cu(\d+)", normalise(dist_name))
     if match:
         return cuda_from_label("cu" + match.group(1)), "the distribution name " + dist_name
-    return "cpu", "the distribution name " + dist_name + " (PyPI's mxnet builds without -cuXY are CPU-only)"
+    return "cpu", "the distribution name %s (%s builds without -cuXY are CPU-only)" % (dist_name, row["display_name"])
+
+
+CUDA_READERS = {
+    "python-assignment": cuda_of_python_assignment,
+    "tensorflow-build-info": cuda_of_tensorflow_build_info,
+    "distribution-suffix": cuda_of_distribution_suffix,
+}
+
+
+def framework_row(name):
+    return next(row for row in FRAMEWORKS if row["name"] == name)
+
+
+def framework_cuda(framework, dist_name, version):
+    """(cuda 'X.Y' | 'cpu' | None, where that came from) of an installed framework."""
+    row = framework_row(framework)
+    if normalise(dist_name) in row["installer"]["cpu_distributions"]:
+        return "cpu", "the distribution name " + dist_name
+    return CUDA_READERS[row["installer"]["cuda_method"]](row, dist_name, version)
+
+
+def provides(row, key):
+    """True when the distribution (normalised name) installs this framework."""
+    pattern = row["distribution_pattern"]
+    return key in row["distributions"] or bool(pattern and re.match("^(?:%s)$" % pattern, key))
 
 
 def installed_frameworks():
-    """[(framework, distribution, version)] in FRAMEWORKS order."""
+    """[(framework, distribution, version)], one per framework, in FRAMEWORKS order."""
     dists = installed_distributions()
-    found = []
-    for key, (name, version) in sorted(dists.items()):
-        if key == "torch":
-            found.append(("torch", name, version))
-        elif key in ("tensorflow", "tensorflow-gpu", "tensorflow-cpu", "tensorflow-aarch64", "intel-tensorflow"):
-            found.append(("tensorflow", name, version))
-        elif re.match(r"^mxnet(-cu\d+(mkl)?|-mkl|-native)?$", key):
-            found.append(("mxnet", name, version))
-    seen = set()
     result = []
-    for framework in FRAMEWORKS:
-        for item in found:
-            if item[0] == framework and framework not in seen:
-                seen.add(framework)
-                result.append(item)
+    for row in FRAMEWORKS:
+        for key, (name, version) in sorted(dists.items()):
+            if provides(row, key):
+                result.append((row["name"], name, version))
+                break
     return result
 
 
@@ -492,9 +525,9 @@ def detect_and_decide():
             fail("no_framework", "%s is not installed for %s (Python %s). Install %s first, or pass the Python "
                  "that has it: bash install_AIACC-Training.sh /path/to/python" % (wanted, sys.executable, python, wanted))
     if not frameworks:
-        fail("no_framework", "no deep-learning framework is installed for %s (Python %s): looked for torch, "
-             "tensorflow and mxnet. Install your framework first, or pass the Python that has it: "
-             "bash install_AIACC-Training.sh /path/to/python" % (sys.executable, python))
+        fail("no_framework", "no deep-learning framework is installed for %s (Python %s): looked for %s. "
+             "Install your framework first, or pass the Python that has it: "
+             "bash install_AIACC-Training.sh /path/to/python" % (sys.executable, python, ", ".join(FRAMEWORK_NAMES)))
 
     driver_version, driver_cuda, driver_source = driver()
     if driver_version:
@@ -507,12 +540,7 @@ def detect_and_decide():
     chosen = []
     problems = []
     for framework, dist_name, version in frameworks:
-        if framework == "torch":
-            accel, source = torch_cuda(version)
-        elif framework == "tensorflow":
-            accel, source = tensorflow_cuda(dist_name)
-        else:
-            accel, source = mxnet_cuda(dist_name)
+        accel, source = framework_cuda(framework, dist_name, version)
         built = "CPU" if accel == "cpu" else ("CUDA " + accel if accel else "unknown CUDA")
         say("%-11s %s %s, built for %s (from %s)" % (framework + ":", dist_name, version, built, source))
         if accel not in (None, "cpu") and driver_cuda and _cuda_number(accel) > _cuda_number(driver_cuda):
@@ -607,28 +635,11 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
     raise SystemExit("Python 3 is required")
 
-PERSEUS_DISTRIBUTIONS = ("perseus-common", "perseus-torch", "perseus-tensorflow", "perseus-mxnet")
+PERSEUS_DISTRIBUTIONS = ("perseus-common",) + tuple(normalise(row["binding_distribution"]) for row in FRAMEWORKS)
 RETRIES = 3
 RETRY_DELAY_SECONDS = 1.0
 TIMEOUT_SECONDS = 60
 CHUNK = 1 << 20
-
-# One op through the binding, as a user's first step would (run with the user's Python, no .pyc writes).
-IMPORT_CHECKS = {
-    "torch": (
-        "import perseus, perseus.torch, torch\n"
-        "from perseus.torch import _native\n"
-        "ops = _native.load()\n"
-        "src = torch.tensor([0.5, -1.25, 7.0e4, float('inf')])\n"
-        "dst = torch.empty(4, dtype=torch.float16)\n"
-        "bad = int(ops.compress(src, dst, 2.0))\n"
-        "assert torch.equal(dst, (src * 2.0).to(torch.float16)) and bad == 2, (dst, bad)\n"
-        "print('perseus %s: perseus.torch compress fp32->fp16 ok (torch %s)' % (perseus.__version__, torch.__version__))\n"
-    ),
-    "tensorflow": "import perseus, perseus.tensorflow\nprint('perseus %s: perseus.tensorflow ok' % perseus.__version__)\n",
-    "mxnet": "import perseus, perseus.mxnet\nprint('perseus %s: perseus.mxnet ok' % perseus.__version__)\n",
-}
-
 
 # --- the mirror ------------------------------------------------------------------------------------
 
@@ -886,15 +897,18 @@ def marker_applies(marker):
 
 
 def check_import(frameworks):
-    """Import perseus and each binding, run one op, and run both commands; [problems]."""
+    """Run each installed wheel's own self-test (import, build manifest against the running framework,
+    one op) and both commands; [problems]. pip's result already showed the wheels' versions."""
     problems = []
     env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
     for framework in frameworks:
-        proc = subprocess.Popen([sys.executable, "-c", IMPORT_CHECKS[framework]], stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, universal_newlines=True, env=env)
+        command = [sys.executable, "-m", framework_row(framework)["selftest_module"]]
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                universal_newlines=True, env=env, cwd=tempfile.gettempdir())
         out, _ = proc.communicate()
         if proc.returncode != 0:
-            problems.append("import perseus.%s failed:\n%s" % (framework, indent(out)))
+            problems.append("import perseus.%s failed: python %s exited %d:\n%s" % (
+                framework, " ".join(command[1:]), proc.returncode, indent(out)))
         else:
             say("check:      " + out.strip().splitlines()[-1])
     scripts = sysconfig.get_path("scripts")
@@ -990,7 +1004,7 @@ def uninstall(frameworks):
     installed = installed_perseus()
     bindings = [k for k in installed if k != "perseus-common"]
     if frameworks:
-        remove = [k for k in bindings if k == "perseus-" + frameworks[0]]
+        remove = [k for k in bindings if k == normalise(framework_row(frameworks[0])["binding_distribution"])]
         if not [k for k in bindings if k not in remove]:
             remove += [k for k in installed if k == "perseus-common"]
     else:
