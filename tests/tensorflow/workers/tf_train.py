@@ -1,0 +1,105 @@
+"""A perseus.tensorflow.horovod job of N ranks (run by perseusrun): python tf_train.py CASE.
+
+Each rank starts from different random weights and trains on its own shard of one synthetic regression
+problem; it prints one `REPORT {json}` line: its rank, the losses per step, a digest of its final
+variables, and what the collectives returned.
+  tape:  broadcast_variables + a tf.function GradientTape loop with DistributedGradientTape (fp16
+         compression), plus eager allreduce sum / average, allgather of uneven rows, broadcast;
+  keras: model.fit with hvd.keras.DistributedOptimizer and the three callbacks (Keras 3).
+"""
+import hashlib
+import json
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+import perseus.tensorflow.horovod as hvd  # noqa: E402
+
+STEPS = 30
+
+
+def shard(rank: int, size: int, n: int = 256):
+    rng = np.random.default_rng(1234)
+    x = rng.normal(size=(n, 8)).astype(np.float32)
+    w = rng.normal(size=(8, 1)).astype(np.float32)
+    y = (x @ w + 0.5).astype(np.float32)
+    return x[rank::size], y[rank::size]
+
+
+def model_for(rank: int):
+    tf.keras.utils.set_random_seed(100 + rank)  # different initial weights on every rank
+    return tf.keras.Sequential([tf.keras.Input(shape=(8,)), tf.keras.layers.Dense(16, activation="tanh"),
+                                tf.keras.layers.Dense(1)])
+
+
+def digest(variables) -> str:
+    h = hashlib.sha256()
+    for v in variables:
+        h.update(np.ascontiguousarray(v.numpy()).tobytes())
+    return h.hexdigest()
+
+
+def collectives_report(rank: int, size: int) -> dict:
+    mine = tf.constant([1.0 + rank, 2.0 * rank], tf.float32)
+    rows = tf.fill([rank + 1, 2], tf.cast(rank, tf.int32))  # rank r contributes r + 1 rows
+    return {
+        "sum": hvd.allreduce(mine, op=hvd.Sum).numpy().tolist(),
+        "average": hvd.allreduce(mine, op=hvd.Average).numpy().tolist(),
+        "fp16": hvd.allreduce(mine, op=hvd.Average, compression=hvd.Compression.fp16).numpy().tolist(),
+        "int_sum": hvd.allreduce(tf.constant([rank + 1], tf.int64), op=hvd.Sum).numpy().tolist(),
+        "gather": hvd.allgather(rows).numpy().tolist(),
+        "broadcast": hvd.broadcast(tf.constant([10.0 * (rank + 1)]), root_rank=1 % size).numpy().tolist(),
+    }
+
+
+def run_tape(rank: int, size: int) -> dict:
+    x, y = shard(rank, size)
+    model = model_for(rank)
+    opt = tf.keras.optimizers.SGD(learning_rate=0.05)
+    before = digest(model.trainable_variables)
+    hvd.broadcast_variables(model.trainable_variables, root_rank=0)
+
+    @tf.function
+    def step(xb, yb):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(xb, training=True) - yb))
+        tape = hvd.DistributedGradientTape(tape, compression=hvd.Compression.fp16)
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    losses = [float(step(x, y)) for _ in range(STEPS)]
+    return {"losses": losses, "before": before, "after": digest(model.trainable_variables)}
+
+
+def run_keras(rank: int, size: int) -> dict:
+    x, y = shard(rank, size)
+    model = model_for(rank)
+    opt = hvd.keras.DistributedOptimizer(tf.keras.optimizers.Adam(learning_rate=0.01))
+    model.compile(optimizer=opt, loss="mse", jit_compile=False)
+    callbacks = [hvd.keras.callbacks.BroadcastGlobalVariablesCallback(0), hvd.keras.callbacks.MetricAverageCallback(),
+                 hvd.keras.callbacks.LearningRateWarmupCallback(initial_lr=0.01, warmup_epochs=2, steps_per_epoch=4)]
+    history = model.fit(x, y, batch_size=32, epochs=6, shuffle=False, verbose=0, callbacks=callbacks)
+    return {"losses": [float(v) for v in history.history["loss"]], "after": digest(model.variables),
+            "optimizer_class": type(model.optimizer).__name__}
+
+
+def main() -> int:
+    case = sys.argv[1]
+    hvd.init()
+    rank, size = hvd.rank(), hvd.size()
+    report = {"rank": rank, "size": size, "local_rank": hvd.local_rank(), "local_size": hvd.local_size()}
+    report.update(collectives_report(rank, size))
+    report.update(run_tape(rank, size) if case == "tape" else run_keras(rank, size))
+    report["collectives_issued"] = hvd.engine_info()["collectives"]
+    print("REPORT " + json.dumps(report), flush=True)
+    hvd.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
