@@ -29,14 +29,20 @@ def test_an_op_before_init_fails_naming_init(hvd, tf):
         hvd.allreduce(tf.constant([1.0]))
 
 
-@pytest.mark.parametrize("call", ["broadcast_global_variables", "BroadcastGlobalVariablesHook"])
-def test_tf1_helpers_fail_loudly(hvd, call):
-    with pytest.raises(NotImplementedError, match="not supported yet: %s" % call):
-        getattr(hvd, call)(0)
+def test_broadcast_global_variables_needs_a_graph(hvd):
+    with pytest.raises(RuntimeError, match=r"hvd.broadcast_variables\(model.variables, root_rank\) instead"):
+        hvd.broadcast_global_variables(0)
 
 
-def test_tf1_optimizer_and_adasum_fail_loudly(hvd, tf):
-    with pytest.raises(NotImplementedError, match=r"not supported yet: DistributedOptimizer\(tf.compat.v1"):
-        hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))
+def test_distributed_optimizer_picks_the_tf1_or_keras_wrapper(hvd, tf):
+    tf1 = hvd.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1))
+    assert isinstance(tf1, tf.compat.v1.train.Optimizer) and tf1.get_name() == "DistributedGradientDescentOptimizer"
+    keras_opt = hvd.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))
+    assert isinstance(keras_opt, tf.keras.optimizers.SGD) and keras_opt._perseus_distributed
+
+
+def test_unsupported_options_fail_loudly(hvd, tf):
+    with pytest.raises(NotImplementedError, match="not supported yet: gradient_predivide_factor"):
+        hvd.DistributedGradientTape(tf.GradientTape(), gradient_predivide_factor=2.0)
     with pytest.raises(NotImplementedError, match="not supported yet: hvd.Adasum"):
         hvd.allreduce(tf.constant([1.0]), op=hvd.Adasum)

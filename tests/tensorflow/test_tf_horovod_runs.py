@@ -79,3 +79,14 @@ def test_keras_fit_with_distributed_optimizer_and_callbacks():
     losses = reports[0]["losses"]
     assert losses[-1] < 0.6 * losses[0], losses
     assert reports[0]["optimizer_class"] == "Adam"
+
+
+@pytest.mark.usefixtures("ops")
+def test_tf1_graph_with_distributed_adam_and_broadcast_hook():
+    reports = run_job("tf1")
+    assert reports[0]["before"] != reports[1]["before"]
+    assert reports[0]["after"] == reports[1]["after"]  # variables and Adam's slots
+    for r in reports:
+        losses = r["losses"]
+        assert losses[-1] < 0.5 * losses[0], losses
+        assert all(b < a for a, b in zip(losses, losses[1:])), losses

@@ -5,7 +5,9 @@ problem; it prints one `REPORT {json}` line: its rank, the losses per step, a di
 variables, and what the collectives returned.
   tape:  broadcast_variables + a tf.function GradientTape loop with DistributedGradientTape (fp16
          compression), plus eager allreduce sum / average, allgather of uneven rows, broadcast;
-  keras: model.fit with hvd.keras.DistributedOptimizer and the three callbacks (Keras 3).
+  keras: model.fit with hvd.keras.DistributedOptimizer and the three callbacks (Keras 3);
+  tf1:   eager execution off, a TF1 graph trained by DistributedOptimizer(AdamOptimizer) in a
+         MonitoredTrainingSession with BroadcastGlobalVariablesHook(0).
 """
 import hashlib
 import json
@@ -88,13 +90,47 @@ def run_keras(rank: int, size: int) -> dict:
             "optimizer_class": type(model.optimizer).__name__}
 
 
+def run_tf1(rank: int, size: int) -> dict:
+    x, y = shard(rank, size)
+    v1 = tf.compat.v1
+    graph = tf.Graph()
+    with graph.as_default():
+        xs, ys = v1.constant(x), v1.constant(y)
+        w = v1.get_variable("w", shape=[8, 1], initializer=v1.random_normal_initializer(seed=100 + rank))
+        b = v1.get_variable("b", shape=[1], initializer=v1.zeros_initializer())
+        loss = v1.reduce_mean(v1.square(v1.matmul(xs, w) + b - ys))
+        opt = hvd.DistributedOptimizer(v1.train.AdamOptimizer(0.05))
+        train = opt.minimize(loss)
+        with v1.Session(graph=graph) as plain:  # the weights each rank starts from
+            plain.run(v1.global_variables_initializer())
+            before = digest_values(plain.run([w, b]))
+        losses = []
+        with v1.train.MonitoredTrainingSession(hooks=[hvd.BroadcastGlobalVariablesHook(0)]) as sess:
+            for _ in range(STEPS):
+                losses.append(float(sess.run([train, loss])[1]))
+            after = digest_values(sess.run([w, b] + opt.variables()))
+    return {"losses": losses, "before": before, "after": after}
+
+
+def digest_values(values) -> str:
+    h = hashlib.sha256()
+    for v in values:
+        h.update(np.ascontiguousarray(v).tobytes())
+    return h.hexdigest()
+
+
 def main() -> int:
     case = sys.argv[1]
+    if case == "tf1":
+        tf.compat.v1.disable_eager_execution()
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
     report = {"rank": rank, "size": size, "local_rank": hvd.local_rank(), "local_size": hvd.local_size()}
-    report.update(collectives_report(rank, size))
-    report.update(run_tape(rank, size) if case == "tape" else run_keras(rank, size))
+    if case == "tf1":
+        report.update(run_tf1(rank, size))
+    else:
+        report.update(collectives_report(rank, size))
+        report.update(run_tape(rank, size) if case == "tape" else run_keras(rank, size))
     report["collectives_issued"] = hvd.engine_info()["collectives"]
     print("REPORT " + json.dumps(report), flush=True)
     hvd.shutdown()

@@ -9,6 +9,7 @@ embedded manifest is the file's (a swapped file is caught).
 
 Python 3.6 compatible (TensorFlow 1.15 cells run on it).
 """
+import ctypes
 import json
 import os
 import threading
@@ -144,7 +145,7 @@ def load(directory=None):
             import tensorflow as tf
 
             module = tf.load_op_library(library)
-            embedded = json.loads(module.perseus_build_info()[0].numpy().decode())
+            embedded = _embedded_manifest(library)
             if embedded != manifest:
                 raise BrokenInstallError(
                     "perseus_tensorflow is inconsistent: %s does not describe %s (the library was built as %s "
@@ -158,6 +159,15 @@ def load(directory=None):
     return _loaded
 
 
+def _embedded_manifest(library):
+    # type: (str) -> Dict[str, Any]
+    """The manifest compiled into the library, read through its C function: works with eager execution
+    disabled (TF1 graphs) too. ctypes gets the handle tf.load_op_library opened (same file)."""
+    function = ctypes.CDLL(library).perseus_tf_build_manifest
+    function.restype = ctypes.c_char_p
+    return json.loads(function().decode())
+
+
 def ops():
     # type: () -> Any
     """The op library's module, loading it on first use."""
@@ -167,4 +177,5 @@ def ops():
 def build_manifest():
     # type: () -> Dict[str, Any]
     """The manifest compiled into the loaded library."""
-    return json.loads(load().perseus_build_info()[0].numpy().decode())
+    load()
+    return _embedded_manifest(library_path(_loaded_from))
