@@ -84,3 +84,19 @@ def test_selftest_runs(tf, ops):
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "compress fp32->fp16 x2.0 ok, 3 non-finite" in proc.stdout
     assert "one-rank engine allreduce/allgather ok" in proc.stdout
+
+
+def test_a_wheel_built_for_another_tensorflow_is_refused_before_loading(tf, ops, tmp_path):
+    from perseus.tensorflow import _native
+
+    other = tmp_path / "tensorflow"
+    other.mkdir()
+    manifest = _native.read_manifest()
+    manifest["tensorflow_version"] = "2.14.1"
+    (other / _native.MANIFEST_FILE).write_text(json.dumps(manifest))
+    code = ("import sys; from perseus.tensorflow import _native\n"
+            "try:\n    _native.load(sys.argv[1])\nexcept _native.BuildMismatchError as e:\n    print(e); sys.exit(3)\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(other)], capture_output=True, text=True)
+    assert proc.returncode == 3, proc.stderr[-2000:]
+    assert "TensorFlow 2.14.1 (built) vs %s (installed)" % tf.__version__ in proc.stdout
+    assert "Install perseus_tensorflow %s+%s" % (manifest["release"], tf.__version__) in proc.stdout

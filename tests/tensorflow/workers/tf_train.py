@@ -131,7 +131,9 @@ def main() -> int:
     else:
         report.update(collectives_report(rank, size))
         report.update(run_tape(rank, size) if case == "tape" else run_keras(rank, size))
-    report["collectives_issued"] = hvd.engine_info()["collectives"]
+    info = hvd.engine_info()
+    report["collectives_issued"] = info["collectives"]
+    report["fp16_wire"] = bool(info["intra_fp16"])
     print("REPORT " + json.dumps(report), flush=True)
     hvd.shutdown()
     return 0
