@@ -55,6 +55,8 @@ def check_collectives(reports: List[Dict]) -> None:
         assert r["int_sum"] == [3]
         assert r["gather"] == [[0, 0], [1, 1], [1, 1]]  # rank 0: one row, rank 1: two
         assert r["broadcast"] == [20.0]  # root 1's value
+        assert r["grouped"] == [[3.0, 2.0], [6.0, 4.0]]
+        assert r["sparse"] == {"values": [[1.0, 0.0], [2.0, 0.0]], "indices": [0, 1], "dense_shape": [4, 2]}
     assert [r["rank"] for r in reports] == [0, 1]
 
 

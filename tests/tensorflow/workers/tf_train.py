@@ -55,7 +55,18 @@ def collectives_report(rank: int, size: int) -> dict:
         "int_sum": hvd.allreduce(tf.constant([rank + 1], tf.int64), op=hvd.Sum).numpy().tolist(),
         "gather": hvd.allgather(rows).numpy().tolist(),
         "broadcast": hvd.broadcast(tf.constant([10.0 * (rank + 1)]), root_rank=1 % size).numpy().tolist(),
+        "grouped": [t.numpy().tolist() for t in hvd.grouped_allreduce([mine, 2 * mine], op=hvd.Sum)],
+        "sparse": sparse_report(rank),
     }
+
+
+def sparse_report(rank: int) -> dict:
+    """A tf.IndexedSlices gradient is allgathered (values and indices), averaged values divided by size."""
+    grad = tf.IndexedSlices(values=tf.constant([[2.0 + 2 * rank, 0.0]]), indices=tf.constant([rank], tf.int64),
+                            dense_shape=tf.constant([4, 2], tf.int64))
+    out = hvd.allreduce(grad, op=hvd.Average)
+    return {"values": out.values.numpy().tolist(), "indices": out.indices.numpy().tolist(),
+            "dense_shape": out.dense_shape.numpy().tolist()}
 
 
 def run_tape(rank: int, size: int) -> dict:

@@ -2,7 +2,8 @@
 DistributedOptimizer and the callbacks of Horovod's Keras recipe, for Keras 3 (keras >= 3, the default
 of TensorFlow >= 2.16).
 
-The perseus ops have no XLA kernel: compile the model with jit_compile=False (tested that way)."""
+The perseus ops have no XLA kernel: never compile the model with jit_compile=True (Keras 3's default
+"auto" resolves to no XLA for a model with this optimizer, checked with Keras 3 on TensorFlow 2.21)."""
 import types
 from typing import Any, Dict, Optional
 
