@@ -46,3 +46,18 @@ def test_unsupported_options_fail_loudly(hvd, tf):
         hvd.DistributedGradientTape(tf.GradientTape(), gradient_predivide_factor=2.0)
     with pytest.raises(NotImplementedError, match="not supported yet: hvd.Adasum"):
         hvd.allreduce(tf.constant([1.0]), op=hvd.Adasum)
+
+
+def test_every_perseus_variable_is_in_the_tensorflow_table(hvd):
+    from perseus import config
+
+    assert set(hvd.variables.TENSORFLOW) == set(config.VARIABLE_NAMES)
+
+
+def test_a_variable_tensorflow_does_not_honour_warns_once(hvd):
+    from perseus import config
+
+    loaded = config.load({"PERSEUS_ACCUMULATE_N_STEPS": "4", "PERSEUS_ALLREDUCE_DTYPE": "1"})
+    with pytest.warns(config.NotHonouredWarning, match="PERSEUS_ACCUMULATE_N_STEPS is set but not honoured: not supported yet"):
+        assert hvd.variables.warn_not_honoured(loaded) == ["PERSEUS_ACCUMULATE_N_STEPS"]
+    assert hvd.variables.warn_not_honoured(loaded) == []  # once per process

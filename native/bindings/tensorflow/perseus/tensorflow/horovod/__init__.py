@@ -14,6 +14,7 @@ from .collectives import (Adasum, Average, Sum, allgather, allreduce, broadcast,
                           broadcast_variables, grouped_allreduce)
 from .compression import Compression
 from .gradient_tape import DistributedGradientTape
+from . import variables
 from . import tf1
 from .tf1 import BroadcastGlobalVariablesHook, broadcast_global_variables
 

@@ -6,6 +6,7 @@ from typing import Any, Dict, Optional
 from perseus.engine import Engine
 
 from .. import _engine
+from . import variables
 
 _lock = threading.Lock()
 _engine_handle = None  # type: Optional[Engine]
@@ -19,6 +20,7 @@ def init(**policy: Any) -> None:
     with _lock:
         if _engine_handle is not None:
             return
+        variables.warn_not_honoured()
         engine = _engine.start(**policy)
         _engine_handle, _info = engine, engine.info()
         atexit.register(shutdown)
