@@ -84,3 +84,11 @@ torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_t
   "$VENV/bin/python" -m pip install -q --no-build-isolation -C "build-dir=$REPO_ROOT/native/build-torch" \
     "$REPO_ROOT/native/bindings/torch"
 }
+
+tensorflow_binding() {  # tensorflow-cpu 2.21.0 + the perseus_tensorflow binding into .venv (next to torch)
+  "$VENV/bin/python" -m pip install -q tensorflow-cpu==2.21.0 scikit-build-core ninja
+  CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps \
+    -C "build-dir=$REPO_ROOT/native/build-tensorflow" \
+    -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \
+    "$REPO_ROOT/native/bindings/tensorflow"
+}

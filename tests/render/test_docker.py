@@ -26,7 +26,8 @@ def test_local_images_only_for_cells_built_here_with_the_base_python():
     assert {i.tags[0] for i in images} == {
         "perseus-training:debian12-cpu-pt2.13.0-py311-latest",
         "perseus-training:debian12-cu13.0-pt2.13.0-py311-latest",
-    }  # no tensorflow image: its framework has no binding, so no wheel to put in one
+        "perseus-training:debian12-cpu-tf2.21.0-py311-latest",
+    }  # tensorflow has a binding now; mxnet has none, so no wheel to put in an image
     cuda = next(i for i in images if i.cell.cuda == "13.0")
     assert [c.arch.value for c in cuda.variants] == ["x86_64"]  # aarch64 is not built on an x86_64 host
     assert cuda.args["BASE_IMAGE"] == "perseus-base:debian12-cuda13.0"

@@ -47,6 +47,7 @@ class EngineLibraryError(RuntimeError):
 
 
 _lib = None  # type: Optional[ctypes.CDLL]
+_lib_path = None  # type: Optional[str]
 
 
 def library_path() -> str:
@@ -65,19 +66,25 @@ def library_path() -> str:
             LIBRARY_ENV, PACKAGED))
 
 
-def load() -> ctypes.CDLL:
-    """The loaded engine library with its signatures declared (loaded once per process)."""
-    global _lib
+def load(path: Optional[str] = None) -> ctypes.CDLL:
+    """The loaded engine library with its signatures declared (loaded once per process). `path`: a library
+    that carries the engine's C ABI itself (a framework binding that links the engine statically, so that
+    its ops and this handle share one engine); it must be the one loaded, if one already is."""
+    global _lib, _lib_path
     if _lib is not None:
+        if path is not None and os.path.realpath(path) != _lib_path:
+            raise EngineLibraryError("the perseus engine is already loaded from {}; cannot use {} as well (one "
+                                     "engine per process: use one framework's perseus binding per process, or "
+                                     "unset {})".format(_lib_path, path, LIBRARY_ENV))
         return _lib
-    path = library_path()
+    path = path or library_path()
     lib = ctypes.CDLL(path)
     _declare(lib)
     version = lib.perseus_engine_abi_version()
     if version != ABI_VERSION:
         raise EngineLibraryError("{} has C ABI version {}, this module speaks {}: use the library and the "
                                  "perseus-common package of one release".format(path, version, ABI_VERSION))
-    _lib = lib
+    _lib, _lib_path = lib, os.path.realpath(path)
     return lib
 
 

@@ -1,0 +1,141 @@
+// Ops over the native core: the build information and fp32 -> fp16/bf16 compression with the gradient
+// scale and the non-finite count in one pass (perseus_compress), and its inverse.
+#include <string>
+
+#include "engine_bridge.h"
+#include "perseus/core.h"
+#include "tensorflow/core/framework/common_shape_fns.h"
+#include "tensorflow/core/framework/op.h"
+#include "tensorflow/core/framework/op_kernel.h"
+#include "tensorflow/core/framework/shape_inference.h"
+
+namespace perseus_tf {
+namespace {
+
+using ::tensorflow::DataType;
+using ::tensorflow::OpKernel;
+using ::tensorflow::OpKernelConstruction;
+using ::tensorflow::OpKernelContext;
+using ::tensorflow::Tensor;
+using ::tensorflow::TensorShape;
+using ::tensorflow::tstring;
+namespace errors = ::tensorflow::errors;
+
+REGISTER_OP("PerseusBuildInfo")
+    .Output("manifest: string")
+    .Output("core_version: string")
+    .Output("dispatch: string")
+    .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
+      for (int i = 0; i < 3; ++i) c->set_output(i, c->Scalar());
+      return ::tensorflow::OkStatus();
+    })
+    .Doc("The build manifest compiled into this library, the core's release and its CPU dispatch path.");
+
+class BuildInfoOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const std::string values[3] = {perseus_tf_build_manifest(), perseus_core_version(), perseus_dispatch_name()};
+    for (int i = 0; i < 3; ++i) {
+      Tensor* out = nullptr;
+      OP_REQUIRES_OK(ctx, ctx->allocate_output(i, TensorShape({}), &out));
+      out->scalar<tstring>()() = values[i];
+    }
+  }
+};
+REGISTER_KERNEL_BUILDER(Name("PerseusBuildInfo").Device(::tensorflow::DEVICE_CPU), BuildInfoOp);
+
+perseus_half_dtype half_of(DataType type) {
+  return type == ::tensorflow::DT_BFLOAT16 ? PERSEUS_BFLOAT16 : PERSEUS_FLOAT16;
+}
+
+::tensorflow::Status core_status(perseus_status status, const char* op) {
+  if (status == PERSEUS_OK) return ::tensorflow::OkStatus();
+  const std::string message = std::string("perseus.") + op + ": " + perseus_last_error();
+  if (status == PERSEUS_ERR_INVALID_ARGUMENT) return errors::InvalidArgument(message);
+  if (status == PERSEUS_ERR_UNSUPPORTED) return errors::Unimplemented(message);
+  return errors::Internal(message);
+}
+
+REGISTER_OP("PerseusCompress")
+    .Input("src: float")
+    .Output("dst: T")
+    .Output("nonfinite: int64")
+    .Attr("T: {half, bfloat16} = DT_HALF")
+    .Attr("scale: float = 1.0")
+    .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      c->set_output(1, c->Scalar());
+      return ::tensorflow::OkStatus();
+    })
+    .Doc("dst = half(src * scale) in one rounding; nonfinite counts inf/NaN results.");
+
+class CompressOp : public OpKernel {
+ public:
+  explicit CompressOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("scale", &scale_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &type_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& src = ctx->input(0);
+    Tensor* dst = nullptr;
+    Tensor* nonfinite = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, src.shape(), &dst));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &nonfinite));
+    uint64_t count = 0;
+    OP_REQUIRES_OK(ctx, core_status(perseus_compress(src.flat<float>().data(), dst->data(), half_of(type_),
+                                                     static_cast<uint64_t>(src.NumElements()), scale_, &count),
+                                    "compress"));
+    nonfinite->scalar<int64_t>()() = static_cast<int64_t>(count);
+  }
+
+ private:
+  float scale_ = 1.0f;
+  DataType type_ = ::tensorflow::DT_HALF;
+};
+REGISTER_KERNEL_BUILDER(Name("PerseusCompress").Device(::tensorflow::DEVICE_CPU), CompressOp);
+
+REGISTER_OP("PerseusDecompress")
+    .Input("src: T")
+    .Output("dst: float")
+    .Output("nonfinite: int64")
+    .Attr("T: {half, bfloat16}")
+    .Attr("scale: float = 1.0")
+    .Attr("world_size: int = 1")
+    .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
+      c->set_output(0, c->input(0));
+      c->set_output(1, c->Scalar());
+      return ::tensorflow::OkStatus();
+    })
+    .Doc("dst = float(src) / (scale * world_size); nonfinite counts inf/NaN inputs.");
+
+class DecompressOp : public OpKernel {
+ public:
+  explicit DecompressOp(OpKernelConstruction* ctx) : OpKernel(ctx) {
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("scale", &scale_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("world_size", &world_size_));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("T", &type_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& src = ctx->input(0);
+    Tensor* dst = nullptr;
+    Tensor* nonfinite = nullptr;
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(0, src.shape(), &dst));
+    OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &nonfinite));
+    uint64_t count = 0;
+    OP_REQUIRES_OK(ctx, core_status(perseus_decompress(src.data(), half_of(type_), dst->flat<float>().data(),
+                                                       static_cast<uint64_t>(src.NumElements()), scale_,
+                                                       world_size_, &count),
+                                    "decompress"));
+    nonfinite->scalar<int64_t>()() = static_cast<int64_t>(count);
+  }
+
+ private:
+  float scale_ = 1.0f;
+  int64_t world_size_ = 1;
+  DataType type_ = ::tensorflow::DT_HALF;
+};
+REGISTER_KERNEL_BUILDER(Name("PerseusDecompress").Device(::tensorflow::DEVICE_CPU), DecompressOp);
+
+}  // namespace
+}  // namespace perseus_tf

@@ -1,0 +1,108 @@
+"""perseus.tensorflow.horovod in 2-process perseusrun jobs (free ports): the collectives' results, a
+tf.function GradientTape loop with DistributedGradientTape (fp16 compression) and a Keras 3 fit with
+hvd.keras.DistributedOptimizer and the three callbacks: ranks start from different weights and end
+with identical variables; the loss goes down."""
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
+PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
+LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<stdout>:REPORT (.*)$")  # perseusrun's [R] or Open MPI's [J,R]
+
+
+def free_ports(n: int) -> List[int]:
+    socks = []
+    try:
+        for _ in range(n):
+            s = socket.socket()
+            s.bind(("127.0.0.1", 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False) -> List[Dict]:
+    master, store = free_ports(2)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_"))}
+    env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "GLOO_TIMEOUT_SECONDS": "60",
+                "TF_CPP_MIN_LOG_LEVEL": "3"})
+    env.update(extra_env or {})
+    proc = subprocess.run([PERSEUSRUN] + (["--mpi"] if mpi else []) + ["-np", "2", "--", sys.executable, str(WORKER), case], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    # raw_decode: Open MPI's --tag-output can glue an empty tagged line onto the end of a report
+    found = [json.JSONDecoder().raw_decode(m.group(2))[0] for m in map(LINE.match, proc.stdout.splitlines()) if m]
+    assert len(found) == 2, proc.stdout[-3000:]
+    return sorted(found, key=lambda r: r["rank"])
+
+
+def check_collectives(reports: List[Dict]) -> None:
+    for r in reports:
+        assert (r["size"], r["local_size"]) == (2, 2)
+        assert r["sum"] == [3.0, 2.0]  # [1, 0] + [2, 2]
+        assert r["average"] == [1.5, 1.0]
+        assert r["fp16"] == [1.5, 1.0]
+        assert r["int_sum"] == [3]
+        assert r["gather"] == [[0, 0], [1, 1], [1, 1]]  # rank 0: one row, rank 1: two
+        assert r["broadcast"] == [20.0]  # root 1's value
+        assert r["grouped"] == [[3.0, 2.0], [6.0, 4.0]]
+        assert r["sparse"] == {"values": [[1.0, 0.0], [2.0, 0.0]], "indices": [0, 1], "dense_shape": [4, 2]}
+    assert [r["rank"] for r in reports] == [0, 1]
+
+
+@pytest.mark.usefixtures("ops")
+def test_gradient_tape_loop_on_two_ranks():
+    reports = run_job("tape")
+    check_collectives(reports)
+    assert reports[0]["before"] != reports[1]["before"]  # different initial weights ...
+    assert reports[0]["after"] == reports[1]["after"]  # ... identical after broadcast + averaged steps
+    for r in reports:
+        losses = r["losses"]
+        assert losses[-1] < 0.2 * losses[0], losses
+        assert all(b <= a * 1.01 for a, b in zip(losses, losses[1:])), losses
+        assert r["collectives_issued"] > 30  # every step's gradients went through the engine
+        assert r["fp16_wire"]  # PERSEUS_ALLREDUCE_DTYPE unset: fp32 allreduces travel as fp16
+
+
+@pytest.mark.usefixtures("ops")
+@pytest.mark.skipif(shutil.which("mpirun") is None, reason="no mpirun (apt-get install openmpi-bin)")
+def test_gradient_tape_loop_under_perseusrun_mpi():
+    reports = run_job("tape", mpi=True)
+    check_collectives(reports)
+    assert reports[0]["after"] == reports[1]["after"]
+    assert reports[0]["losses"][-1] < 0.2 * reports[0]["losses"][0]
+
+
+@pytest.mark.usefixtures("ops")
+def test_keras_fit_with_distributed_optimizer_and_callbacks():
+    reports = run_job("keras", {"PERSEUS_ALLREDUCE_DTYPE": "1"})
+    assert not any(r["fp16_wire"] for r in reports)  # DTYPE=1: fp32 on the wire
+    check_collectives(reports)
+    assert reports[0]["after"] == reports[1]["after"]  # weights and optimizer state
+    assert reports[0]["losses"] == reports[1]["losses"]  # MetricAverageCallback: averaged logs
+    losses = reports[0]["losses"]
+    assert losses[-1] < 0.6 * losses[0], losses
+    assert reports[0]["optimizer_class"] == "Adam"
+
+
+@pytest.mark.usefixtures("ops")
+def test_tf1_graph_with_distributed_adam_and_broadcast_hook():
+    reports = run_job("tf1")
+    assert reports[0]["before"] != reports[1]["before"]
+    assert reports[0]["after"] == reports[1]["after"]  # variables and Adam's slots
+    for r in reports:
+        losses = r["losses"]
+        assert losses[-1] < 0.5 * losses[0], losses
+        assert all(b < a for a, b in zip(losses, losses[1:])), losses
