@@ -36,7 +36,14 @@ class BrokenInstallError(ImportError):
 
 def package_dir():
     # type: () -> str
-    return os.path.dirname(os.path.abspath(__file__))
+    """The folder holding the manifest and the library: this module's, or another folder of the
+    perseus.mxnet package (a checkout's sources in front of an installed wheel)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    package = sys.modules.get(__name__.rpartition(".")[0])
+    for directory in [here] + list(getattr(package, "__path__", [])):
+        if os.path.isfile(os.path.join(directory, MANIFEST_FILE)):
+            return os.path.abspath(directory)
+    return here
 
 
 def library_path(directory=None):
