@@ -113,10 +113,13 @@ class PerseusKVStore(mx.kvstore.KVStoreBase):
         for k, v in _pairs(key, value):
             if k in self._store:
                 raise ValueError("dist_sync_perseus: key %r is already initialised" % (k,))
-            first = _arrays(v)[0]
-            self._store[k] = collectives.broadcast(first, 0, name="kv.init.%s" % (k,))
+            self._set_from_root(k, v)
             if param_only:
                 self._param_only.add(k)
+
+    def _set_from_root(self, key, value):
+        # type: (Any, Any) -> None
+        self._store[key] = collectives.broadcast(_arrays(value)[0], 0, name="kv.init.%s" % (key,))
 
     def push(self, key, value, priority=0, op=PerseusOp.Sum):
         # type: (Any, Any, int, str) -> None
@@ -169,8 +172,13 @@ class PerseusKVStore(mx.kvstore.KVStoreBase):
 
     def broadcast(self, key, value, out, priority=0):
         # type: (Any, Any, Any, int) -> None
-        """init (rank 0's value) then pull into out."""
-        self.init(key, value)
+        """Stores rank 0's value under each key (initialising it, or replacing what it held) and pulls it
+        into out: what gluon.Trainer calls to start every rank from rank 0's parameters."""
+        for k, v in _pairs(key, value):
+            if k in self._param_only:
+                raise ValueError("dist_sync_perseus: key %r was initialised with param_only=True: the store never "
+                                 "updates it" % (k,))
+            self._set_from_root(k, v)
         self.pull(key, out, priority)
 
     def _barrier(self):
