@@ -84,3 +84,9 @@ def excluded_libraries() -> tuple[str, ...]:
 
 for _adapter in BUILTIN:
     register(_adapter)
+
+
+def companion_requirements(project: str) -> tuple[str, ...]:
+    """What a build or test env installs next to a framework distribution (`mxnet` -> numpy<1.24)."""
+    adapter = framework_of_distribution(project.lower().replace("_", "-"))
+    return adapter.companion_requirements if adapter is not None else ()

@@ -110,6 +110,9 @@ class FrameworkAdapter:
     installer: ClassVar[InstallerDetection]
     doctor_probe: ClassVar[str]  # Python code printing one JSON object of build facts (doctor)
     runtime_hook: ClassVar[str | None] = None  # module `import perseus` installs (perseus.<module>.install())
+    # installed next to the framework file in build and test envs: what its own metadata allows but it
+    # cannot run with (mxnet 1.9.1 declares numpy<2 yet uses aliases numpy 1.24 removed)
+    companion_requirements: ClassVar[tuple[str, ...]] = ()
 
     # --- names that are the framework's own -------------------------------------------------------
 
