@@ -33,6 +33,8 @@ def run_job(python: str, case: str, np_: int = 2, extra=None):
 
 def test_gluon_distributed_trainer_two_ranks(mxnet_python):
     r0, r1 = run_job(mxnet_python, "gluon")
+    assert r0["wire_fp16"] == r1["wire_fp16"] == 1  # fp32 gradients travel as fp16 by default
+    assert r0["collectives"] >= 30  # at least one engine collective per step
     assert r0["size"] == r1["size"] == 2 and r0["local_size"] == 2 and {r0["local_rank"], r1["local_rank"]} == {0, 1}
     assert r0["before"] != r1["before"]  # the ranks started from different weights
     assert r0["after_broadcast"] == r1["after_broadcast"] == r0["before"]  # rank 0's weights everywhere
@@ -70,3 +72,9 @@ def test_kvstore_semantics_against_one_process(mxnet_python):
         assert r["trainer_update_on_kvstore"] is False
         assert r["trainer_losses"][-1] < r["trainer_losses"][0]
     assert reports[0]["trainer_final"] == reports[1]["trainer_final"]
+
+
+def test_fp32_on_the_wire_with_dtype_1(mxnet_python):
+    r0, r1 = run_job(mxnet_python, "gluon", extra={"PERSEUS_ALLREDUCE_DTYPE": "1"})
+    assert r0["wire_fp16"] == r1["wire_fp16"] == 0
+    assert r0["final"] == r1["final"] and r0["losses"][-1] < 0.5 * r0["losses"][0]

@@ -56,8 +56,10 @@ def gluon_case():
         loss.backward()
         trainer.step(x.shape[0])
         losses.append(float(loss.mean().asscalar()))
+    info = hvd._world.engine().info()
     report(before=before, after_broadcast=after_broadcast, final=digest(params), losses=losses,
-           size=hvd.size(), local_rank=hvd.local_rank(), local_size=hvd.local_size())
+           size=hvd.size(), local_rank=hvd.local_rank(), local_size=hvd.local_size(),
+           wire_fp16=info["intra_fp16"], collectives=info["collectives"])
 
 
 def pushed(rank, op):
