@@ -78,3 +78,10 @@ def test_fp32_on_the_wire_with_dtype_1(mxnet_python):
     r0, r1 = run_job(mxnet_python, "gluon", extra={"PERSEUS_ALLREDUCE_DTYPE": "1"})
     assert r0["wire_fp16"] == r1["wire_fp16"] == 0
     assert r0["final"] == r1["final"] and r0["losses"][-1] < 0.5 * r0["losses"][0]
+
+
+def test_module_fit_with_the_kvstore(mxnet_python):
+    r0, r1 = run_job(mxnet_python, "module")
+    assert r0["final"] == r1["final"]  # both ranks applied the same summed gradients
+    for r in (r0, r1):
+        assert r["mse_after"] < 0.25 * r["mse_before"], r

@@ -119,7 +119,30 @@ def kvstore_case():
     report(**out)
 
 
+def module_case():
+    """Module.fit with the store as its kvstore (updates stay local: is_capable('optimizer') is False)."""
+    kv = hvd.create("dist_sync_perseus")
+    x, y = data(kv.rank)
+    it = mx.io.NDArrayIter(x, y, batch_size=16, label_name="lin_reg_label")
+    sym = mx.sym.LinearRegressionOutput(
+        mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=1, name="fc"), name="lin_reg")
+    mod = mx.mod.Module(sym, data_names=["data"], label_names=["lin_reg_label"])
+    mod.bind(data_shapes=it.provide_data, label_shapes=it.provide_label)
+    mx.random.seed(3)  # the same start on every rank: Module.fit with update_on_kvstore=False does not sync it
+    mod.init_params(mx.init.Normal(0.5))
+    before = float(mod.score(it, "mse")[0][1])
+    it.reset()
+    mod.fit(it, num_epoch=5, kvstore=kv, optimizer="sgd", optimizer_params={"learning_rate": 0.05},
+            force_init=False)
+    after = float(mod.score(it, "mse")[0][1])
+    arg_params, _ = mod.get_params()
+    h = hashlib.sha256()
+    for name in sorted(arg_params):
+        h.update(arg_params[name].asnumpy().tobytes())
+    report(mse_before=before, mse_after=after, final=h.hexdigest())
+
+
 if __name__ == "__main__":
     hvd.init()
-    {"gluon": gluon_case, "kvstore": kvstore_case}[sys.argv[1]]()
+    {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case}[sys.argv[1]]()
     hvd.shutdown()
