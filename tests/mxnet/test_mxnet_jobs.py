@@ -85,3 +85,11 @@ def test_module_fit_with_the_kvstore(mxnet_python):
     assert r0["final"] == r1["final"]  # both ranks applied the same summed gradients
     for r in (r0, r1):
         assert r["mse_after"] < 0.25 * r["mse_before"], r
+
+
+def test_module_fit_with_distributed_optimizer_matches_the_kvstore(mxnet_python):
+    r0, r1 = run_job(mxnet_python, "optimizer")
+    assert r0["final"] == r1["final"]
+    assert r0["mse_after"] < 0.25 * r0["mse_before"]
+    # the same averaged gradients as Module.fit with dist_sync_perseus (sum, then 1/(batch x workers))
+    assert r0["final"] == run_job(mxnet_python, "module")[0]["final"]

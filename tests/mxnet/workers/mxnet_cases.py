@@ -119,10 +119,11 @@ def kvstore_case():
     report(**out)
 
 
-def module_case():
-    """Module.fit with the store as its kvstore (updates stay local: is_capable('optimizer') is False)."""
-    kv = hvd.create("dist_sync_perseus")
-    x, y = data(kv.rank)
+def module_case(optimizer_api=False):
+    """Module.fit with the store as its kvstore (updates stay local: is_capable('optimizer') is False), or
+    (optimizer_api) without a kvstore and with hvd.DistributedOptimizer."""
+    kv = None if optimizer_api else hvd.create("dist_sync_perseus")
+    x, y = data(hvd.rank())
     it = mx.io.NDArrayIter(x, y, batch_size=16, label_name="lin_reg_label")
     sym = mx.sym.LinearRegressionOutput(
         mx.sym.FullyConnected(mx.sym.Variable("data"), num_hidden=1, name="fc"), name="lin_reg")
@@ -132,8 +133,12 @@ def module_case():
     mod.init_params(mx.init.Normal(0.5))
     before = float(mod.score(it, "mse")[0][1])
     it.reset()
-    mod.fit(it, num_epoch=5, kvstore=kv, optimizer="sgd", optimizer_params={"learning_rate": 0.05},
-            force_init=False)
+    if optimizer_api:
+        opt = hvd.DistributedOptimizer(mx.optimizer.create("sgd", learning_rate=0.05, rescale_grad=1.0 / 16))
+        mod.fit(it, num_epoch=5, kvstore=None, optimizer=opt, force_init=False)
+    else:
+        mod.fit(it, num_epoch=5, kvstore=kv, optimizer="sgd", optimizer_params={"learning_rate": 0.05},
+                force_init=False)
     after = float(mod.score(it, "mse")[0][1])
     arg_params, _ = mod.get_params()
     h = hashlib.sha256()
@@ -144,5 +149,6 @@ def module_case():
 
 if __name__ == "__main__":
     hvd.init()
-    {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case}[sys.argv[1]]()
+    {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case,
+     "optimizer": lambda: module_case(optimizer_api=True)}[sys.argv[1]]()
     hvd.shutdown()

@@ -73,10 +73,63 @@ class DistributedTrainer(mx.gluon.Trainer):
             collectives.grouped_allreduce_(grads, average=False, names=names)
 
 
-def DistributedOptimizer(optimizer, gradient_predivide_factor=1.0):
-    # type: (Any, float) -> Any
-    """Horovod's Module-API optimizer wrapper: not supported yet (use the dist_sync_perseus KVStore with
-    Module.fit, or DistributedTrainer with Gluon)."""
-    raise NotImplementedError("not supported yet: perseus.mxnet.DistributedOptimizer (Module API); use "
-                              "Module.fit(kvstore=perseus.mxnet.create('dist_sync_perseus')) or "
-                              "perseus.mxnet.DistributedTrainer with Gluon")
+class DistributedOptimizer(mx.optimizer.Optimizer):
+    """Horovod's Module-API wrapper: every update first sums the gradient over the ranks (fused when the
+    updater hands several at once), and rescale_grad is divided by the number of ranks, so the update
+    averages. Use it with Module.fit(kvstore=None, optimizer=DistributedOptimizer(opt)); attributes it
+    does not define are the wrapped optimizer's."""
+
+    def __init__(self, optimizer, gradient_predivide_factor=1.0):
+        # type: (Any, float) -> None
+        # no Optimizer.__init__: the state (learning rate, multipliers, indices) is the wrapped one's
+        if not isinstance(optimizer, mx.optimizer.Optimizer):
+            raise TypeError("DistributedOptimizer wraps an mx.optimizer.Optimizer, not %s" % type(optimizer).__name__)
+        if gradient_predivide_factor != 1.0:
+            raise ValueError("not supported yet: gradient_predivide_factor=%r (only 1.0)" % gradient_predivide_factor)
+        self.__dict__["_optimizer"] = optimizer
+        optimizer.rescale_grad /= _world.size()
+
+    def __getattr__(self, item):
+        # type: (str) -> Any
+        return getattr(self.__dict__["_optimizer"], item)
+
+    def __setattr__(self, key, value):
+        # type: (str, Any) -> None
+        setattr(self.__dict__["_optimizer"], key, value)
+
+    def create_state(self, index, weight):
+        # type: (Any, Any) -> Any
+        return self._optimizer.create_state(index, weight)
+
+    def create_state_multi_precision(self, index, weight):
+        # type: (Any, Any) -> Any
+        return self._optimizer.create_state_multi_precision(index, weight)
+
+    def _allreduce(self, index, grad):
+        # type: (Any, Any) -> None
+        if isinstance(index, (tuple, list)):
+            collectives.grouped_allreduce_(list(grad), False, ["optimizer.grad.%s" % i for i in index])
+        else:
+            collectives.grouped_allreduce_([grad], False, ["optimizer.grad.%s" % index])
+
+    def update(self, index, weight, grad, state):
+        # type: (Any, Any, Any, Any) -> None
+        self._allreduce(index, grad)
+        self._optimizer.update(index, weight, grad, state)
+
+    def update_multi_precision(self, index, weight, grad, state):
+        # type: (Any, Any, Any, Any) -> None
+        self._allreduce(index, grad)
+        self._optimizer.update_multi_precision(index, weight, grad, state)
+
+    def set_learning_rate(self, lr):
+        # type: (float) -> None
+        self._optimizer.set_learning_rate(lr)
+
+    def set_lr_mult(self, args_lr_mult):
+        # type: (Any) -> None
+        self._optimizer.set_lr_mult(args_lr_mult)
+
+    def set_wd_mult(self, args_wd_mult):
+        # type: (Any) -> None
+        self._optimizer.set_wd_mult(args_wd_mult)
