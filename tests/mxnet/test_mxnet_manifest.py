@@ -59,3 +59,48 @@ def test_build_reader_needs_the_wheels_headers(tmp_path, monkeypatch):
     monkeypatch.setenv("PERSEUS_MXNET_DIR", str(tmp_path))
     with pytest.raises(mxnet_info.MxnetNotFound, match="no include/mxnet/base.h"):
         mxnet_info.info()
+
+
+CHECK = r"""
+import importlib.util, json, os, shutil, sys
+locations = importlib.util.find_spec("perseus.mxnet").submodule_search_locations
+installed = [d for d in locations if os.path.isfile(os.path.join(d, "build_manifest.json"))][0]
+spec = importlib.util.spec_from_file_location("fresh_native", sys.argv[4])  # this checkout's loader
+native = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(native)  # a fresh loader: nothing loaded yet in this process
+target = sys.argv[1]
+shutil.copytree(installed, target)
+path = os.path.join(target, native.MANIFEST_FILE)
+manifest = json.load(open(path))
+manifest[sys.argv[2]] = sys.argv[3]
+json.dump(manifest, open(path, "w"))
+try:
+    native.load(target)
+except ImportError as error:
+    print(type(error).__name__ + ": " + str(error))
+else:
+    print("loaded")
+"""
+
+
+def _load_altered(python, tmp_path, key, value):
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=str(BINDING.parents[1] / "runtime"))
+    proc = subprocess.run([python, "-c", CHECK, str(tmp_path / "copy"), key, value,
+                           str(BINDING / "perseus" / "mxnet" / "_native.py")], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_real_mxnet_refuses_a_wheel_built_for_another(mxnet_python, tmp_path):
+    line = _load_altered(mxnet_python, tmp_path, "mxnet_version", "1.8.0")
+    assert line.startswith("BuildMismatchError: ") and "mxnet 1.8.0 (built) vs 1.9.1 (installed)" in line
+    assert "Install perseus_mxnet" in line and "+1.9.1" in line
+
+
+def test_real_library_whose_manifest_file_was_swapped(mxnet_python, tmp_path):
+    line = _load_altered(mxnet_python, tmp_path, "system", "Linux-aarch64")
+    assert line.startswith("BrokenInstallError: ") and "is inconsistent" in line

@@ -24,6 +24,7 @@ _REQUIRED = ("release", "version", "mxnet_version", "mxnet_cuda", "python_tag", 
 
 _lock = threading.Lock()
 _library = None  # type: Optional[ctypes.CDLL]
+_loaded_from = None  # type: Optional[str]
 
 
 class BuildMismatchError(ImportError):
@@ -162,9 +163,12 @@ def _declare(lib):
 def load(directory=None):
     # type: (Optional[str]) -> ctypes.CDLL
     """Checks the manifest, loads the library once, returns it (ctypes, signatures declared)."""
-    global _library
+    global _library, _loaded_from
     with _lock:
         if _library is not None:
+            if directory is not None and os.path.abspath(directory) != _loaded_from:
+                raise BrokenInstallError("perseus_mxnet is already loaded from %s; cannot load a second copy from %s"
+                                         % (_loaded_from, directory))
             return _library
         manifest = read_manifest(directory)
         check_manifest(manifest)
@@ -180,7 +184,7 @@ def load(directory=None):
                 "perseus_mxnet is inconsistent: %s does not describe %s (the library was built as %s for mxnet %s); "
                 "reinstall the perseus_mxnet wheel" % (os.path.join(directory or package_dir(), MANIFEST_FILE), path,
                                                       embedded.get("version"), embedded.get("mxnet_version")))
-        _library = lib
+        _library, _loaded_from = lib, os.path.dirname(os.path.abspath(path))
         return lib
 
 
