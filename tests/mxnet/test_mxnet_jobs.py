@@ -93,3 +93,25 @@ def test_module_fit_with_distributed_optimizer_matches_the_kvstore(mxnet_python)
     assert r0["mse_after"] < 0.25 * r0["mse_before"]
     # the same averaged gradients as Module.fit with dist_sync_perseus (sum, then 1/(batch x workers))
     assert r0["final"] == run_job(mxnet_python, "module")[0]["final"]
+
+
+def test_mnist_example_two_ranks(mxnet_python):
+    master, perseus = helpers.free_ports(2)
+    env = helpers.base_env("", {"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(perseus)})
+    env.pop("PERSEUS_ENGINE_LIBRARY")
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "native" / "runtime"),
+                                         str(REPO_ROOT / "native" / "bindings" / "mxnet")])
+    proc = subprocess.run([helpers.PERSEUSRUN, "-np", "2", "--", mxnet_python, "-m",
+                           "perseus.mxnet.examples.mxnet_mnist", "--epochs", "3"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    lines = [helpers.LINE.match(l) for l in proc.stdout.splitlines()]
+    by_rank = {}
+    for m in filter(None, lines):
+        by_rank.setdefault(int(m.group(1)), []).append(m.group(2))
+    assert sorted(by_rank) == [0, 1], proc.stdout[-2000:]
+    digests = {[l for l in out if l.startswith("PARAMS ")][0] for out in by_rank.values()}
+    assert len(digests) == 1  # identical parameters on both ranks
+    for out in by_rank.values():
+        losses = [float(l.split()[-1]) for l in out if l.startswith("EPOCH ")]
+        assert len(losses) == 3 and losses[2] < losses[0], losses
