@@ -23,6 +23,9 @@ from ._world import init, is_initialized, local_rank, local_size, rank, shutdown
 from .collectives import allgather, allreduce, allreduce_, broadcast, broadcast_  # noqa: E402
 from .kvstore import PerseusKVStore, PerseusOp, create  # noqa: E402
 from .trainer import DistributedOptimizer, DistributedTrainer, broadcast_parameters  # noqa: E402
+from . import sync_batch_norm  # noqa: E402
+
+sync_batch_norm.install()
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "allreduce",
            "allreduce_", "broadcast", "broadcast_", "allgather", "broadcast_parameters", "DistributedTrainer",
