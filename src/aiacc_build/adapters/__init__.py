@@ -11,7 +11,7 @@ import contextlib
 import difflib
 from collections.abc import Iterator
 
-from .base import CUDA_LIBRARIES, FrameworkAdapter, check_adapter
+from .base import CUDA_LIBRARIES, MPI_LIBRARIES, FrameworkAdapter, check_adapter
 from .mxnet import MxnetAdapter
 from .tensorflow import TensorflowAdapter
 from .torch import TorchAdapter
@@ -75,8 +75,9 @@ def framework_of_distribution(normalised_name: str) -> FrameworkAdapter | None:
 
 
 def excluded_libraries() -> tuple[str, ...]:
-    """Never grafted into any Perseus wheel: CUDA's runtime and NCCL, and every framework's own libraries."""
-    out = list(CUDA_LIBRARIES)
+    """Never grafted into any Perseus wheel: CUDA's runtime and NCCL, the job's MPI, and every framework's own
+    libraries."""
+    out = list(CUDA_LIBRARIES) + list(MPI_LIBRARIES)
     for adapter in _REGISTRY.values():
         out += [lib for lib in adapter.own_libraries if lib not in out]
     return tuple(out)

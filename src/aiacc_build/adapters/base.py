@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 # Libraries every binding may link and none may carry: the CUDA runtime and NCCL come with the
 # framework (or the system) the user installed.
 CUDA_LIBRARIES: tuple[str, ...] = ("libcudart*", "libnccl*")
+# The MPI a job runs under: a wheel's MPI bootstrap plugins (libperseus_mpi_<mpi>.so, loaded only under a
+# plain mpirun) link it and it must be the job's own, never a copy.
+MPI_LIBRARIES: tuple[str, ...] = ("libmpi.so*", "libmpich.so*")
 _RECORD_MEMBER = re.compile(r"^[^/]+\.dist-info/RECORD$")
 
 
