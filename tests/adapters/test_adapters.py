@@ -157,3 +157,21 @@ def test_doctor_reports_a_throwaway_framework_from_the_generated_table(toy, tmp_
     report = json.loads(proc.stdout)
     assert report["frameworks"]["toyfw"]["distribution"] == "toyfw"
     assert report["frameworks"]["toyfw"]["version"] == "1.0.0", report["frameworks"]["toyfw"]
+
+
+def test_mxnet_has_a_binding_and_its_companions(tmp_path):
+    mx = adapters.adapter_for("mxnet")
+    assert mx.binding_missing is None
+    assert (mx.binding_dir(REPO_ROOT / "native") / "pyproject.toml").is_file()
+    # libmxnet.so lies in the package folder itself: that is what auditwheel must see
+    (tmp_path / "mxnet").mkdir()
+    assert mx.library_dirs(tmp_path) == [tmp_path / "mxnet"]
+    assert mx.build_environment(tmp_path) == {"PERSEUS_MXNET_DIR": str(tmp_path / "mxnet")}
+    # mxnet 1.9.1 declares numpy<2 but needs numpy<1.24: every env and rendered pip command adds it
+    assert adapters.companion_requirements("mxnet") == ("numpy<1.24",)
+    assert adapters.companion_requirements("mxnet_cu112") == ("numpy<1.24",)
+    assert adapters.companion_requirements("torch") == ()
+    from aiacc_build.render.pip import framework_install_args
+
+    build = FrameworkBuild("mxnet==1.9.1", None, None, None)
+    assert framework_install_args(build) == ("mxnet==1.9.1", "numpy<1.24")

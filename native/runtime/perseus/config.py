@@ -280,7 +280,7 @@ def unknown_variables(environ: Mapping[str, str]) -> List[Tuple[str, Optional[st
 # PERSEUS_* names that are not settings of a job: what perseusrun tells the ranks, and the inputs of the
 # build tool, CI jobs and image builds (a job may inherit them harmlessly).
 NOT_CONFIGURATION = frozenset({
-    "PERSEUS_LAUNCHER", "PERSEUS_RELEASE", "PERSEUS_TORCH_DIR", "PERSEUS_FRAMEWORK", "PERSEUS_FRAMEWORK_VERSION",
+    "PERSEUS_LAUNCHER", "PERSEUS_RELEASE", "PERSEUS_TORCH_DIR", "PERSEUS_MXNET_DIR", "PERSEUS_FRAMEWORK", "PERSEUS_FRAMEWORK_VERSION",
     "PERSEUS_CUDA", "PERSEUS_MIRROR", "PERSEUS_WHEEL_SHA256", "PERSEUS_WHEELS",
 })
 TEST_PREFIX = "PERSEUS_TEST_"  # the native tests' own inputs

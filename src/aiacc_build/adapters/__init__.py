@@ -12,7 +12,7 @@ import difflib
 from collections.abc import Iterator
 
 from ..errors import ConfigurationError
-from .base import CUDA_LIBRARIES, FrameworkAdapter, check_adapter
+from .base import CUDA_LIBRARIES, MPI_LIBRARIES, FrameworkAdapter, check_adapter
 from .mxnet import MxnetAdapter
 from .tensorflow import TensorflowAdapter
 from .torch import TorchAdapter
@@ -76,8 +76,9 @@ def framework_of_distribution(normalised_name: str) -> FrameworkAdapter | None:
 
 
 def excluded_libraries() -> tuple[str, ...]:
-    """Never grafted into any Perseus wheel: CUDA's runtime and NCCL, and every framework's own libraries."""
-    out = list(CUDA_LIBRARIES)
+    """Never grafted into any Perseus wheel: CUDA's runtime and NCCL, the job's MPI, and every framework's own
+    libraries."""
+    out = list(CUDA_LIBRARIES) + list(MPI_LIBRARIES)
     for adapter in _REGISTRY.values():
         out += [lib for lib in adapter.own_libraries if lib not in out]
     return tuple(out)
@@ -85,3 +86,9 @@ def excluded_libraries() -> tuple[str, ...]:
 
 for _adapter in BUILTIN:
     register(_adapter)
+
+
+def companion_requirements(project: str) -> tuple[str, ...]:
+    """What a build or test env installs next to a framework distribution (`mxnet` -> numpy<1.24)."""
+    adapter = framework_of_distribution(project.lower().replace("_", "-"))
+    return adapter.companion_requirements if adapter is not None else ()

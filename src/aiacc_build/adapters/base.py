@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 # Libraries every binding may link and none may carry: the CUDA runtime and NCCL come with the
 # framework (or the system) the user installed.
 CUDA_LIBRARIES: tuple[str, ...] = ("libcudart*", "libnccl*")
+# The MPI a job runs under: a wheel's MPI bootstrap plugins (libperseus_mpi_<mpi>.so, loaded only under a
+# plain mpirun) link it and it must be the job's own, never a copy.
+MPI_LIBRARIES: tuple[str, ...] = ("libmpi.so*", "libmpich.so*")
 _RECORD_MEMBER = re.compile(r"^[^/]+\.dist-info/RECORD$")
 
 
@@ -111,6 +114,9 @@ class FrameworkAdapter:
     installer: ClassVar[InstallerDetection]
     doctor_probe: ClassVar[str]  # Python code printing one JSON object of build facts (doctor)
     runtime_hook: ClassVar[str | None] = None  # module `import perseus` installs (perseus.<module>.install())
+    # installed next to the framework file in build and test envs: what its own metadata allows but it
+    # cannot run with (mxnet 1.9.1 declares numpy<2 yet uses aliases numpy 1.24 removed)
+    companion_requirements: ClassVar[tuple[str, ...]] = ()
 
     # --- names that are the framework's own -------------------------------------------------------
 

@@ -122,6 +122,13 @@ def framework_requirement(artifact: FrameworkArtifact) -> str:
     return f"{artifact.project} @ {artifact.location}" + (f"#sha256={artifact.sha256}" if artifact.sha256 else "")
 
 
+def framework_requirements(artifact: FrameworkArtifact) -> list[str]:
+    """The exact framework file and what its adapter installs next to it (numpy<1.24 for mxnet)."""
+    from ..adapters import companion_requirements
+
+    return [framework_requirement(artifact), *companion_requirements(artifact.project)]
+
+
 def ensure_build_env(
     interpreter: Interpreter, artifact: FrameworkArtifact | None, build_requires: Sequence[str], cache: BuildCache
 ) -> tuple[Venv, bool]:
@@ -134,10 +141,11 @@ def ensure_build_env(
         "python": interpreter.version,
         "executable": str(interpreter.executable),
         "framework": artifact.identity if artifact else None,
+        "framework_requirements": framework_requirements(artifact) if artifact else [],
         "build_requires": sorted(build_requires),
         "uv": uv_version(),
     }
-    requirements = [*([framework_requirement(artifact)] if artifact else []), *build_requires]
+    requirements = [*(framework_requirements(artifact) if artifact else []), *build_requires]
     if not requirements:
         raise EnvError("a build env needs a framework or build requirements")
 

@@ -22,7 +22,7 @@ from ..adapters import adapter_for
 from ..model import Cell
 from .cache import BuildCache
 from .common import CommonWheel
-from .envs import create_venv, framework_requirement, install, uv_version
+from .envs import create_venv, framework_requirements, install, uv_version
 from .frameworks import FrameworkArtifact
 from .hashing import inputs_key
 from .toolchain import Interpreter
@@ -96,7 +96,7 @@ def _run_in_fresh_env(
         shutil.copyfile(wheel, links / wheel.name)
         venv = create_venv(workdir / "venv", interpreter, cache, seed=True)  # like a user's fresh venv
         # perseus-common by its file: its own dependencies (dataclasses on 3.6) come from the indexes
-        install(venv, [framework_requirement(framework), str(links / common.path.name)], cache)
+        install(venv, [*framework_requirements(framework), str(links / common.path.name)], cache)
         # the cell's wheel from the local folder only: its perseus-common==<release> must be met there
         install(venv, [str(links / wheel.name)], cache, no_index=True, find_links=[links])
         try:

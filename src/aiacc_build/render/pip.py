@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from ..model import FrameworkBuild
 
 
@@ -14,5 +16,9 @@ def index_args(build: FrameworkBuild) -> tuple[str, ...]:
 
 
 def framework_install_args(build: FrameworkBuild) -> tuple[str, ...]:
-    """`torch==1.7.1+cu110 --find-links https://...`: the requirement, then where it comes from."""
-    return (build.requirement, *index_args(build))
+    """`torch==1.7.1+cu110 --find-links https://...`: the requirement, what its adapter installs next to
+    it (`mxnet==1.9.1 numpy<1.24`), then where it comes from."""
+    from ..adapters import companion_requirements
+
+    project = re.split(r"[=<>!~;\[ ]", build.requirement, maxsplit=1)[0]
+    return (build.requirement, *companion_requirements(project), *index_args(build))

@@ -2,7 +2,9 @@
 
 Where the library comes from, first match wins:
   1. PERSEUS_ENGINE_LIBRARY: the path of a libperseus_engine.so (a build tree, a test);
-  2. the packaged copy beside this module: perseus/engine/lib/libperseus_engine.so (a wheel that ships it).
+  2. a framework binding that links the engine statically and exports its C ABI, named by
+     use_library() before the first engine is made (perseus.mxnet: _perseus_mxnet.so);
+  3. the packaged copy beside this module: perseus/engine/lib/libperseus_engine.so (a wheel that ships it).
 """
 
 import ctypes
@@ -48,6 +50,20 @@ class EngineLibraryError(RuntimeError):
 
 _lib = None  # type: Optional[ctypes.CDLL]
 _lib_path = None  # type: Optional[str]
+_binding_library = None  # type: Optional[str]
+
+
+def use_library(path: str) -> None:
+    """Names a library that exports the engine's C ABI (a binding with the engine linked in, whose ops
+    reach the engine only through this handle: perseus.mxnet); it is used unless PERSEUS_ENGINE_LIBRARY
+    names another. Fails once an engine library is loaded from elsewhere. A binding whose own ops call
+    the engine (perseus.tensorflow) uses load(path) instead, which never lets the variable pick another."""
+    global _binding_library
+    path = os.path.realpath(path)
+    if _lib is not None and _lib_path != path and not os.environ.get(LIBRARY_ENV):
+        raise EngineLibraryError("the perseus engine is already loaded from {}; cannot switch to {} in the same "
+                                 "process (one engine per process)".format(_lib_path, path))
+    _binding_library = path
 
 
 def library_path() -> str:
@@ -57,6 +73,8 @@ def library_path() -> str:
             raise EngineLibraryError("{}={} does not exist: point it at a built libperseus_engine.so".format(
                 LIBRARY_ENV, explicit))
         return explicit
+    if _binding_library is not None:
+        return _binding_library
     if os.path.isfile(PACKAGED):
         return PACKAGED
     raise EngineLibraryError(

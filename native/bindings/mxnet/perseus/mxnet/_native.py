@@ -1,0 +1,194 @@
+"""Loader of the compiled perseus_mxnet library (_perseus_mxnet.so, ctypes) with the build-manifest check.
+
+The wheel carries build_manifest.json next to the library: the exact mxnet version it was compiled
+against, mxnet's CUDA, the Python tag, the compiler and the release. load() compares it with the running
+mxnet BEFORE the library is loaded and raises BuildMismatchError saying what differs and which wheel to
+install instead; after loading it checks that the library's embedded manifest is the file's.
+
+The library also carries the communication engine (perseus_engine_*, linked statically), which
+perseus.mxnet hands to perseus.engine (engine="static" in the manifest).
+
+Python 3.6 compatible.
+"""
+import ctypes
+import json
+import os
+import sys
+import threading
+from typing import Any, Dict, List, Optional
+
+MANIFEST_FILE = "build_manifest.json"
+LIBRARY_FILE = "_perseus_mxnet.so"
+INSTALLER = "install_AIACC-Training.sh"
+_REQUIRED = ("release", "version", "mxnet_version", "mxnet_cuda", "python_tag", "compiler")
+
+_lock = threading.Lock()
+_library = None  # type: Optional[ctypes.CDLL]
+_loaded_from = None  # type: Optional[str]
+
+
+class BuildMismatchError(ImportError):
+    """perseus_mxnet was built for another mxnet build than the running one."""
+
+
+class BrokenInstallError(ImportError):
+    """The perseus_mxnet files are missing or inconsistent."""
+
+
+def package_dir():
+    # type: () -> str
+    """The folder holding the manifest and the library: this module's, or another folder of the
+    perseus.mxnet package (a checkout's sources in front of an installed wheel)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    package = sys.modules.get(__name__.rpartition(".")[0])
+    for directory in [here] + list(getattr(package, "__path__", [])):
+        if os.path.isfile(os.path.join(directory, MANIFEST_FILE)):
+            return os.path.abspath(directory)
+    return here
+
+
+def library_path(directory=None):
+    # type: (Optional[str]) -> str
+    return os.path.join(directory or package_dir(), LIBRARY_FILE)
+
+
+def read_manifest(directory=None):
+    # type: (Optional[str]) -> Dict[str, Any]
+    path = os.path.join(directory or package_dir(), MANIFEST_FILE)
+    try:
+        with open(path) as handle:
+            manifest = json.load(handle)
+    except (IOError, OSError) as error:
+        raise BrokenInstallError("perseus_mxnet is incomplete: cannot read %s (%s); reinstall the perseus_mxnet "
+                                 "wheel for your mxnet, or run %s" % (path, error, INSTALLER))
+    except ValueError as error:
+        raise BrokenInstallError("perseus_mxnet is damaged: %s is not valid JSON (%s); reinstall the "
+                                 "perseus_mxnet wheel for your mxnet, or run %s" % (path, error, INSTALLER))
+    missing = [key for key in _REQUIRED if key not in manifest]
+    if missing:
+        raise BrokenInstallError("perseus_mxnet is damaged: %s lacks %s; reinstall it" % (path, ", ".join(missing)))
+    return manifest
+
+
+def _running_cuda(mx):
+    # type: (Any) -> Optional[str]
+    """The CUDA major.minor of the running mxnet (None: a CPU build), from its distribution's name."""
+    if not mx.runtime.Features().is_enabled("CUDA"):
+        return None
+    try:
+        from importlib import metadata  # Python 3.8+
+    except ImportError:  # pragma: no cover - Python 3.6/3.7
+        import importlib_metadata as metadata  # type: ignore
+    for dist in metadata.distributions():
+        name = (dist.metadata["Name"] or "").lower().replace("_", "-")
+        if name.startswith("mxnet-cu"):
+            digits = "".join(c for c in name[len("mxnet-cu"):] if c.isdigit())
+            return "%s.%s" % (digits[:-1], digits[-1])
+    return "unknown"
+
+
+def running_environment():
+    # type: () -> Dict[str, Any]
+    """What the manifest is compared with: the imported mxnet and this interpreter."""
+    import mxnet as mx
+
+    return {"mxnet_version": mx.__version__, "mxnet_cuda": _running_cuda(mx),
+            "python_tag": "cp%d%d" % sys.version_info[:2]}
+
+
+def _cuda_words(cuda):
+    # type: (Optional[str]) -> str
+    return "CUDA %s" % cuda if cuda else "CPU only"
+
+
+def _distribution(cuda):
+    # type: (Optional[str]) -> str
+    return "mxnet-cu%s" % cuda.replace(".", "") if cuda else "mxnet"
+
+
+def mismatches(manifest, running):
+    # type: (Dict[str, Any], Dict[str, Any]) -> List[str]
+    """Each difference between the build and the running environment, in words."""
+    found = []
+    if manifest["mxnet_version"] != running["mxnet_version"]:
+        found.append("mxnet %s (built) vs %s (installed)" % (manifest["mxnet_version"], running["mxnet_version"]))
+    if (manifest["mxnet_cuda"] or None) != (running["mxnet_cuda"] or None):
+        found.append("%s (built, %s) vs %s (installed)" % (
+            _cuda_words(manifest["mxnet_cuda"]), _distribution(manifest["mxnet_cuda"]),
+            _cuda_words(running["mxnet_cuda"])))
+    if manifest["python_tag"] not in ("py3", running["python_tag"]):
+        found.append("Python %s (built) vs %s (running)" % (manifest["python_tag"], running["python_tag"]))
+    return found
+
+
+def mismatch_message(manifest, running, found):
+    # type: (Dict[str, Any], Dict[str, Any], List[str]) -> str
+    public = running["mxnet_version"].split("+")[0]
+    return ("perseus_mxnet %s was built for %s %s (%s) but %s %s (%s) is installed: %s. Install "
+            "perseus_mxnet %s+%s built for %s (the wheel of the same release for your mxnet), or run %s, "
+            "which picks the matching wheel."
+            % (manifest["version"], _distribution(manifest["mxnet_cuda"]), manifest["mxnet_version"],
+               _cuda_words(manifest["mxnet_cuda"]), _distribution(running["mxnet_cuda"]),
+               running["mxnet_version"], _cuda_words(running["mxnet_cuda"]), "; ".join(found),
+               manifest["release"], public, _cuda_words(running["mxnet_cuda"]), INSTALLER))
+
+
+def check_manifest(manifest, running=None):
+    # type: (Dict[str, Any], Optional[Dict[str, Any]]) -> None
+    running = running if running is not None else running_environment()
+    found = mismatches(manifest, running)
+    if found:
+        raise BuildMismatchError(mismatch_message(manifest, running, found))
+
+
+def _declare(lib):
+    # type: (ctypes.CDLL) -> None
+    c_int, c_u64, c_char_p, c_void_p = ctypes.c_int, ctypes.c_uint64, ctypes.c_char_p, ctypes.c_void_p
+    sigs = {
+        "perseus_mxnet_build_manifest": (c_char_p, []),
+        "perseus_mxnet_header_version": (c_int, []),
+        "perseus_mxnet_core_version": (c_char_p, []),
+        "perseus_mxnet_dispatch": (c_char_p, []),
+        "perseus_mxnet_last_error": (c_char_p, []),
+        "perseus_mxnet_compress": (c_int, [c_void_p, c_void_p, c_int, c_u64, ctypes.c_float, ctypes.POINTER(c_u64)]),
+        "perseus_mxnet_decompress": (c_int, [c_void_p, c_int, c_void_p, c_u64, ctypes.c_float, ctypes.c_int64,
+                                             ctypes.POINTER(c_u64)]),
+    }
+    for name, (restype, argtypes) in sigs.items():
+        fn = getattr(lib, name)
+        fn.restype = restype
+        fn.argtypes = argtypes
+
+
+def load(directory=None):
+    # type: (Optional[str]) -> ctypes.CDLL
+    """Checks the manifest, loads the library once, returns it (ctypes, signatures declared)."""
+    global _library, _loaded_from
+    with _lock:
+        if _library is not None:
+            if directory is not None and os.path.abspath(directory) != _loaded_from:
+                raise BrokenInstallError("perseus_mxnet is already loaded from %s; cannot load a second copy from %s"
+                                         % (_loaded_from, directory))
+            return _library
+        manifest = read_manifest(directory)
+        check_manifest(manifest)
+        path = library_path(directory)
+        if not os.path.isfile(path):
+            raise BrokenInstallError("perseus_mxnet is incomplete: %s is missing; reinstall the perseus_mxnet wheel"
+                                     % path)
+        lib = ctypes.CDLL(path)
+        _declare(lib)
+        embedded = json.loads(lib.perseus_mxnet_build_manifest().decode())
+        if embedded != manifest:
+            raise BrokenInstallError(
+                "perseus_mxnet is inconsistent: %s does not describe %s (the library was built as %s for mxnet %s); "
+                "reinstall the perseus_mxnet wheel" % (os.path.join(directory or package_dir(), MANIFEST_FILE), path,
+                                                      embedded.get("version"), embedded.get("mxnet_version")))
+        _library, _loaded_from = lib, os.path.dirname(os.path.abspath(path))
+        return lib
+
+
+def build_manifest():
+    # type: () -> Dict[str, Any]
+    """The manifest compiled into the loaded library."""
+    return json.loads(load().perseus_mxnet_build_manifest().decode())

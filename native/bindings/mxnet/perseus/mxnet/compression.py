@@ -1,0 +1,47 @@
+"""The core's fp16 gradient compression on MXNet NDArrays (host copies; the library works on host memory)."""
+import ctypes
+from typing import Any, Tuple
+
+import numpy as np
+
+from . import _native
+
+FLOAT16_TYPE_FLAG = 2  # mshadow::kFloat16, the type flag the library checks against mxnet's headers
+
+
+class CompressionError(RuntimeError):
+    pass
+
+
+def _check(lib, status):
+    # type: (Any, int) -> None
+    if status != 0:
+        raise CompressionError(lib.perseus_mxnet_last_error().decode())
+
+
+def compress(src, scale=1.0):
+    # type: (Any, float) -> Tuple[Any, int]
+    """fp32 NDArray -> (fp16 NDArray of src * scale, number of non-finite results)."""
+    import mxnet as mx
+
+    lib = _native.load()
+    host = np.ascontiguousarray(src.asnumpy(), dtype=np.float32)
+    out = np.empty(host.shape, dtype=np.float16)
+    nonfinite = ctypes.c_uint64()
+    _check(lib, lib.perseus_mxnet_compress(host.ctypes.data, out.ctypes.data, FLOAT16_TYPE_FLAG, host.size,
+                                           float(scale), ctypes.byref(nonfinite)))
+    return mx.nd.array(out, ctx=src.context, dtype=np.float16), int(nonfinite.value)
+
+
+def decompress(src, scale=1.0, world_size=1):
+    # type: (Any, float, int) -> Tuple[Any, int]
+    """fp16 NDArray -> (fp32 NDArray of src / (scale * world_size), number of non-finite results)."""
+    import mxnet as mx
+
+    lib = _native.load()
+    host = np.ascontiguousarray(src.asnumpy(), dtype=np.float16)
+    out = np.empty(host.shape, dtype=np.float32)
+    nonfinite = ctypes.c_uint64()
+    _check(lib, lib.perseus_mxnet_decompress(host.ctypes.data, FLOAT16_TYPE_FLAG, out.ctypes.data, host.size,
+                                             float(scale), int(world_size), ctypes.byref(nonfinite)))
+    return mx.nd.array(out, ctx=src.context, dtype=np.float32), int(nonfinite.value)
