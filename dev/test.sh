@@ -8,6 +8,7 @@ stage gloo gloo_recipe
 stage native-core native_core_ctest
 stage torch-binding torch_binding
 stage tensorflow-binding tensorflow_binding
+stage mxnet-binding bash dev/mxnet_env.sh
 stage launch-test-deps bash tests/run/install_test_deps.sh
 [ "$#" -gt 0 ] || stage build-local-cell "$VENV/bin/aiacc-build" build --dist "$REPO_ROOT/build/test-dist"
 stage pytest "$VENV/bin/python" -m pytest "$@"
