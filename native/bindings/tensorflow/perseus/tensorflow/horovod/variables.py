@@ -4,17 +4,9 @@ from typing import Dict, List, Optional
 
 from perseus import config as perseus_config
 
-# variable -> None when honoured (by the engine, read at hvd.init()), else why it has no effect here
-TENSORFLOW: Dict[str, Optional[str]] = {
-    "PERSEUS_ALLREDUCE_DTYPE": None,
-    "PERSEUS_ALLREDUCE_MODE": None,
-    "PERSEUS_ALLREDUCE_GRADIENT_SCALE": None,
-    "PERSEUS_ALLREDUCE_STREAMS": None,
-    "PERSEUS_ALLREDUCE_FUSION": None,
-    "PERSEUS_ALLREDUCE_NANCHECK": None,
-    "PERSEUS_GLOO_NETWORK_INTERFACE": None,
-    "GLOO_TIMEOUT_SECONDS": None,
-    "PERSEUS_MASTER_PORT": None,
+# Why a variable has no effect on TensorFlow; whether it is honoured is its declaration's (perseus.config,
+# honoured_by), so this table only says why not.
+NOT_HONOURED_BECAUSE: Dict[str, str] = {
     "PERSEUS_NCCL_ENABLE": "not supported yet: the TensorFlow binding reduces host (CPU) tensors through Gloo only",
     "PERSEUS_NCCL_NETWORK_INTERFACE": "not supported yet: the TensorFlow binding uses no NCCL",
     "PERSEUS_ACCUMULATE_N_STEPS": "not supported yet by perseus.tensorflow (no gradient accumulation in its optimizers)",
@@ -24,6 +16,11 @@ TENSORFLOW: Dict[str, Optional[str]] = {
     "PERSEUS_OFFLINE_NEG": "not supported yet: the engine negotiates every cycle",
     "PERSEUS_CHANGE_HVD_ALLGATHER": "not applicable: Horovod's TensorFlow allgather always concatenates",
     "PERSEUS_USE_DDP_LAUNCHER": "not applicable: a PyTorch launcher setting",
+}
+# variable -> None when honoured (by the engine, read at hvd.init()), else why it has no effect here
+TENSORFLOW: Dict[str, Optional[str]] = {
+    spec.name: None if "tensorflow" in spec.honoured_by else NOT_HONOURED_BECAUSE.get(spec.name, "not supported yet by perseus.tensorflow")
+    for spec in perseus_config.VARIABLES
 }
 
 
