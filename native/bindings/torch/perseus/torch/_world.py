@@ -22,6 +22,7 @@ import torch.distributed as dist
 
 from perseus import config as perseus_config
 from perseus import launch
+from perseus.torch import _exit
 
 _c10d = torch._C._distributed_c10d  # AllgatherOptions is not re-exported by torch.distributed
 
@@ -189,6 +190,10 @@ class Group:
                 self._backends[device_type] = found
             return found
 
+    def release(self) -> None:
+        with self._lock:
+            self._backends.clear()
+
     def for_tensor(self, tensor: torch.Tensor) -> object:
         return self.backend(tensor.device.type)
 
@@ -282,7 +287,7 @@ def eager_devices(factories: Dict[str, BackendFactory]) -> List[str]:
 
 _lock = threading.Lock()
 _store: Optional[dist.Store] = None
-_store_key: Optional[Tuple[str, int]] = None
+_store_key: Optional[Tuple[str, str, int]] = None
 _world: Optional[PerseusWorld] = None
 _world_owner: Optional[object] = None  # the default process group the world was built for
 _generation = 0
@@ -296,48 +301,118 @@ def master_address(env: launch.LaunchEnv) -> Optional[str]:
     return env.master_addr or os.environ.get("MASTER_ADDR") or None
 
 
+def torch_master_port(env: launch.LaunchEnv) -> Optional[int]:
+    if env.master_port is not None:
+        return env.master_port
+    raw = os.environ.get("MASTER_PORT", "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
 def check_ports(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv) -> None:
-    torch_port = env.master_port
-    if torch_port is None and os.environ.get("MASTER_PORT", "").strip().isdigit():
-        torch_port = int(os.environ["MASTER_PORT"])
-    if torch_port is not None and torch_port == cfg.master_port:
+    torch_port = torch_master_port(env)
+    if torch_port is not None and torch_port == cfg.master_port and cfg.is_set("PERSEUS_MASTER_PORT"):
         raise perseus_config.ConfigError(
             "PERSEUS_MASTER_PORT={} is the same port as MASTER_PORT={} (torch's rendezvous): perseus opens its own "
             "rendezvous on MASTER_ADDR and needs another port; set PERSEUS_MASTER_PORT to a free port other than "
-            "{}".format(cfg.master_port, torch_port, torch_port)
+            "{}, or unset it so that perseus joins torch's rendezvous".format(cfg.master_port, torch_port, torch_port)
         )
+
+
+@dataclass(frozen=True)
+class StorePlan:
+    """Where this process's perseus rendezvous lives: `serve` a TCPStore of its own on address:port, join
+    the TCPStore server of torch's default group there, or (`shared`) use torch's default store itself."""
+
+    how: str  # "serve", "join" or "shared"
+    address: Optional[str] = None
+    port: Optional[int] = None
+
+
+def default_store_address() -> Optional[Tuple[str, int]]:
+    """host:port of the TCPStore server behind torch's default process group, where this torch tells it."""
+    store = dist.distributed_c10d._get_default_store()
+    for _ in range(8):  # PrefixStore layers (default_pg/, torchrun's agent prefixes)
+        inner = getattr(store, "underlying_store", None)
+        if inner is None:
+            break
+        store = inner
+    if isinstance(store, dist.TCPStore) and hasattr(store, "host") and hasattr(store, "port"):
+        return str(store.host), int(store.port)
+    return None
+
+
+def plan_store(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv, initialised: bool) -> StorePlan:
+    """PERSEUS_MASTER_PORT set: perseus's own store there (the seed's meaning). Unset: no port of perseus's own
+    once torch.distributed is up (it joins torch's store server); before that (hvd.init with
+    PERSEUS_USE_DDP_LAUNCHER=0 builds the default group on perseus's store) MASTER_PORT, else the default."""
+    address = master_address(env)
+    if cfg.is_set("PERSEUS_MASTER_PORT") or not initialised:
+        if address is None:
+            if initialised:
+                perseus_config.warn_not_honoured(
+                    "PERSEUS_MASTER_PORT",
+                    "MASTER_ADDR is not set, so perseus has no address for its own rendezvous and shares the store "
+                    "of torch's default process group instead", cfg)
+                return StorePlan("shared")
+            raise PerseusWorldError(
+                "perseus needs MASTER_ADDR (the address of rank 0) for its rendezvous: start the job with torchrun / "
+                "torch.distributed.launch or perseusrun, or export MASTER_ADDR and MASTER_PORT")
+        check_ports(cfg, env)
+        port = cfg.master_port
+        if not cfg.is_set("PERSEUS_MASTER_PORT") and torch_master_port(env) is not None:
+            port = torch_master_port(env)  # torch does not use it: its default group is built on this store
+        return StorePlan("serve", address, port)
+    found = default_store_address()
+    if found is None and address is not None and torch_master_port(env) is not None:
+        found = (address, int(torch_master_port(env)))  # type: ignore[arg-type]
+    if found is None:
+        return StorePlan("shared")
+    return StorePlan("join", found[0], found[1])
+
+
+def _tcp_store(address: str, port: int, size: int, serve: bool, timeout: timedelta) -> dist.Store:
+    """A TCPStore server or client with the arguments this torch accepts (wait_for_workers arrived in 1.9,
+    the timeout in 1.5)."""
+    attempts = (
+        lambda: dist.TCPStore(address, port, size, serve, timeout, wait_for_workers=False),
+        lambda: dist.TCPStore(address, port, size, serve, timeout),
+        lambda: dist.TCPStore(address, port, size, serve),
+    )
+    for attempt in attempts[:-1]:
+        try:
+            return attempt()
+        except TypeError:
+            continue
+    return attempts[-1]()
 
 
 def rendezvous_store(rank: int, size: int, cfg: Optional[perseus_config.PerseusConfig] = None,
                      env: Optional[launch.LaunchEnv] = None) -> dist.Store:
-    """The perseus rendezvous of this process (one per process): a TCPStore on MASTER_ADDR:PERSEUS_MASTER_PORT."""
+    """The perseus rendezvous of this process (one per process and place; see plan_store)."""
     global _store, _store_key
     cfg = perseus_config.get() if cfg is None else cfg
     env = launch.detect() if env is None else env
     if size == 1:
         return dist.HashStore()
-    address = master_address(env)
-    if address is None:
-        if dist.is_available() and dist.is_initialized():
-            perseus_config.warn_not_honoured(
-                "PERSEUS_MASTER_PORT",
-                "MASTER_ADDR is not set, so perseus has no address for its own rendezvous and shares the store of "
-                "torch's default process group instead", cfg)
-            return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
-        raise PerseusWorldError(
-            "perseus needs MASTER_ADDR (the address of rank 0) for its rendezvous on PERSEUS_MASTER_PORT={}: "
-            "start the job with torchrun / torch.distributed.launch or perseusrun, or export MASTER_ADDR".format(
-                cfg.master_port))
-    check_ports(cfg, env)
-    key = (address, cfg.master_port)
+    plan = plan_store(cfg, env, dist.is_available() and dist.is_initialized())
+    if plan.how == "shared":
+        return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
+    assert plan.address is not None and plan.port is not None
+    key = (plan.how, plan.address, plan.port)
     if _store is not None and _store_key == key:
         return _store
+    serve = plan.how == "serve" and rank == 0
     try:
-        _store = dist.TCPStore(address, cfg.master_port, size, rank == 0, _timeout(cfg), wait_for_workers=False)
+        # "join": a client connection of its own, never the default group's: rendezvous running
+        # concurrently on one connection can deadlock.
+        store = _tcp_store(plan.address, plan.port, size, serve, _timeout(cfg))
     except (RuntimeError, OSError) as error:
-        raise PerseusWorldError(
-            "perseus cannot open its rendezvous on {}:{} (PERSEUS_MASTER_PORT): {}; choose a free port with "
-            "PERSEUS_MASTER_PORT".format(address, cfg.master_port, error)) from None
+        what = ("join torch's rendezvous on {}:{} (MASTER_ADDR:MASTER_PORT)" if plan.how == "join"
+                else "open its rendezvous on {}:{}").format(plan.address, plan.port)
+        fix = ("set PERSEUS_MASTER_PORT to a free port to give perseus a rendezvous of its own" if plan.how == "join"
+               else "choose a free port with PERSEUS_MASTER_PORT")
+        raise PerseusWorldError("perseus cannot {}: {}; {}".format(what, error, fix)) from None
+    _store = dist.PrefixStore("perseus", store) if plan.how == "join" else store
     _store_key = key
     return _store
 
@@ -403,6 +478,7 @@ def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
         _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation, two_levels,
                               _factories(cfg, ordered=True))
         _world_owner = owner
+        _exit.register()
         return _world
 
 
@@ -419,3 +495,17 @@ def forget() -> None:
     with _lock:
         _world = None
         _world_owner = None
+
+
+def release() -> None:
+    """Tear down what perseus created (its backends, its store connection) while the interpreter still runs:
+    left to interpreter teardown, a Gloo group can be destroyed with its threads still joinable (abort)."""
+    global _world, _world_owner, _store, _store_key
+    with _lock:
+        if _world is not None:
+            for group in _world.groups():
+                group.release()
+        _world = None
+        _world_owner = None
+        _store = None
+        _store_key = None
