@@ -17,6 +17,11 @@ from typing import Any
 import torch.distributed as dist
 
 DRAIN_SECONDS = 10.0
+# A Gloo worker thread drops a finished work (whose thread-local state holds Python objects, so it takes the
+# GIL) a moment after the work completes. Once the interpreter finalises, taking the GIL ends that thread
+# inside a noexcept destructor: std::terminate, exit 134 (seen with plain torch too). Sleeping here, with the
+# GIL released and the interpreter alive, lets such a thread finish first.
+SETTLE_SECONDS = 0.1
 
 _engines: "weakref.WeakSet[Any]" = weakref.WeakSet()
 _registered = False
@@ -44,6 +49,8 @@ def leave() -> None:
     deadline = time.monotonic() + DRAIN_SECONDS
     for engine in list(_engines):
         engine.shutdown(deadline)
+    time.sleep(SETTLE_SECONDS)
     _world.release()
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
+    time.sleep(SETTLE_SECONDS)

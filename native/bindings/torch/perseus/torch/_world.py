@@ -399,8 +399,8 @@ def rendezvous_store(rank: int, size: int, cfg: Optional[perseus_config.PerseusC
         return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
     assert plan.address is not None and plan.port is not None
     key = (plan.how, plan.address, plan.port)
-    if _store is not None and _store_key == key:
-        return _store
+    if _store is not None and _store_key in (key, ("serve", plan.address, plan.port)):
+        return _store  # a store perseus serves already (hvd.init built torch's default group on it)
     serve = plan.how == "serve" and rank == 0
     try:
         # "join": a client connection of its own, never the default group's: rendezvous running
