@@ -211,7 +211,9 @@ def adjacent_view(tensors: Sequence[torch.Tensor]) -> Optional[torch.Tensor]:
         expected += t.numel() * t.element_size()
         total += t.numel()
     end = (first.storage_offset() + total) * first.element_size()
-    if end > storage.nbytes():
+    # torch < 1.11: typed storages, sized in elements
+    nbytes = storage.nbytes() if hasattr(storage, "nbytes") else storage.size() * storage.element_size()
+    if end > nbytes:
         return None
     return first.new_empty(0).set_(storage, first.storage_offset(), (total,), (1,))
 
