@@ -24,7 +24,8 @@ from perseus import config as perseus_config
 from perseus import launch
 from perseus.torch import _exit
 
-_c10d = torch._C._distributed_c10d  # AllgatherOptions is not re-exported by torch.distributed
+# AllgatherOptions: re-exported by torch.distributed up to 1.7, only in torch._C._distributed_c10d from 1.8 on
+AllgatherOptions = getattr(dist, "AllgatherOptions", None) or torch._C._distributed_c10d.AllgatherOptions
 
 
 class PerseusWorldError(RuntimeError):
@@ -99,20 +100,39 @@ def _gloo_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta, ordered
     pinned = cfg.gloo_network_interface if cfg.gloo_network_interface in interfaces else None
 
     def create(store: dist.Store, rank: int, size: int) -> object:
-        options = dist.ProcessGroupGloo._Options()
-        options._timeout = timeout
         # One thread: a stream's group runs its collectives in the order the engine issues them, each alone
         # on the link, so the first finishes (and is completed while the next one travels) as early as it
         # can; a second thread would run the next one beside it and delay both to the end of the pair.
-        if ordered and hasattr(options, "_threads"):
-            options._threads = ORDERED_GLOO_THREADS
-        if pinned is not None:
-            options._devices = [dist.ProcessGroupGloo.create_device(interface=pinned)]
-        else:  # the default interface is absent here: Gloo resolves this host's name, as torch does
-            options._devices = [dist.ProcessGroupGloo.create_default_device()]
-        return dist.ProcessGroupGloo(store, rank, size, options)
+        threads = ORDERED_GLOO_THREADS if ordered else None
+        device = (dist.ProcessGroupGloo.create_device(interface=pinned) if pinned is not None
+                  else _default_gloo_device())  # the default interface is absent here: this host's name, as torch
+        return dist.ProcessGroupGloo(store, rank, size, _gloo_options(timeout, device, threads))
 
     return create
+
+
+def _gloo_options(timeout: timedelta, device: object, threads: Optional[int]) -> object:
+    """ProcessGroupGloo options: `_Options` with underscored fields from torch 1.9 on, `Options` before."""
+    gloo = dist.ProcessGroupGloo
+    new = hasattr(gloo, "_Options")
+    options = gloo._Options() if new else gloo.Options()
+    prefix = "_" if new else ""
+    setattr(options, prefix + "timeout", timeout)
+    setattr(options, prefix + "devices", [device])
+    if threads is not None and hasattr(options, prefix + "threads"):
+        setattr(options, prefix + "threads", threads)
+    return options
+
+
+def _default_gloo_device() -> object:
+    gloo = dist.ProcessGroupGloo
+    if hasattr(gloo, "create_default_device"):
+        return gloo.create_default_device()
+    try:  # torch < 1.9: what its C++ default does, the host name if it resolves, else the loopback
+        socket.gethostbyname(socket.gethostname())
+        return gloo.create_device(hostname=socket.gethostname())
+    except OSError:
+        return gloo.create_device(hostname="127.0.0.1")
 
 
 def _nccl_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta) -> BackendFactory:
@@ -217,7 +237,7 @@ class Group:
         return self.for_tensor(tensor).broadcast([tensor], opts)
 
     def allgather(self, outputs: List[torch.Tensor], tensor: torch.Tensor) -> object:
-        return self.for_tensor(tensor).allgather([outputs], [tensor], _c10d.AllgatherOptions())
+        return self.for_tensor(tensor).allgather([outputs], [tensor], AllgatherOptions())
 
     def barrier(self) -> None:
         flag = torch.zeros(1)
