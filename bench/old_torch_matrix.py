@@ -117,7 +117,18 @@ def compare_ddp(python: str) -> str:
         return "no comm hooks: warns, points to hvd" if warned else "FAIL: no hook and no warning"
     difference = max(abs(a - b) for p, q in zip(plain[0]["params"], accelerated[0]["params"]) for a, b in zip(p, q))
     verdict = "ok" if difference <= FP16_TOLERANCE else "FAIL"
-    return "{}: perseus hook, max |perseus - plain| = {:.1e}".format(verdict, difference)
+    return "{}: perseus hook, max |perseus - plain| = {:.1e}; ACCUMULATE_N_STEPS=2: {}".format(
+        verdict, difference, accumulate(python))
+
+
+def accumulate(python: str) -> str:
+    """PERSEUS_ACCUMULATE_N_STEPS under DDP: applied (torch >= 2.0) or refused with the reason."""
+    ranks = launch("old_torch_ddp.py", 2, ["perseus"], python=python, check=False, timeout=300,
+                   env={"PERSEUS_MASTER_PORT": None, "PERSEUS_ACCUMULATE_N_STEPS": "2"})
+    if all(r.returncode == 0 for r in ranks):
+        return "applied"
+    refused = all("PERSEUS_ACCUMULATE_N_STEPS=2 cannot work under DistributedDataParallel" in r.stderr for r in ranks)
+    return "refused, naming torch 2.0's optimizer hooks" if refused else "FAIL: " + ranks[0].stderr[-300:]
 
 
 def main() -> int:

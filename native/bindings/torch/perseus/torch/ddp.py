@@ -22,7 +22,6 @@ this model's parameters, so an unchanged training loop updates once per n passes
 the n passes' gradients, averaged over ranks.
 """
 
-import dataclasses
 import importlib
 import inspect
 import threading
@@ -53,7 +52,8 @@ class DDPState:
     def __init__(self, ddp: DistributedDataParallel, params: List[Tuple[str, torch.nn.Parameter]],
                  cfg: perseus_config.PerseusConfig) -> None:
         if cfg.accumulate_n_steps > 1 and not _OPTIMIZER_HOOKS:
-            cfg = dataclasses.replace(cfg, accumulate_n_steps=1)  # warned in _install_optimizer_hooks
+            raise perseus_config.ConfigError(ACCUMULATE_NEEDS_HOOKS.format(n=cfg.accumulate_n_steps,
+                                                                           version=torch.__version__))
         world = _world.world(cfg)
         topology = world.topology
         self.cfg = cfg
@@ -249,17 +249,18 @@ def _optimizer_post_hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: An
         p.grad = grad
 
 
+ACCUMULATE_NEEDS_HOOKS = (
+    "PERSEUS_ACCUMULATE_N_STEPS={n} cannot work under DistributedDataParallel on torch {version}: perseus skips the "
+    "optimizer step after each local pass through torch's global optimizer step hooks, which arrived in torch 2.0. "
+    "Unset PERSEUS_ACCUMULATE_N_STEPS and accumulate with DDP's no_sync(), use hvd.DistributedOptimizer "
+    "(which applies the variable on every torch), or upgrade torch to 2.0 or newer")
+
+
 def _install_optimizer_hooks() -> None:
     optimizer_module = importlib.import_module("torch.optim.optimizer")
     register_pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
     register_post = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
     if register_pre is None or register_post is None:
-        if perseus_config.get().accumulate_n_steps > 1:
-            perseus_config.warn_not_honoured(
-                "PERSEUS_ACCUMULATE_N_STEPS",
-                "this torch ({}) has no global optimizer step hooks (torch >= 2.0), so perseus cannot skip the "
-                "optimizer step after a local pass; use hvd.DistributedOptimizer, which applies the variable".format(
-                    torch.__version__))
-        return
+        return  # DDPState refuses PERSEUS_ACCUMULATE_N_STEPS > 1 (ACCUMULATE_NEEDS_HOOKS)
     _OPTIMIZER_HOOKS.append(register_pre(_optimizer_pre_hook))
     _OPTIMIZER_HOOKS.append(register_post(_optimizer_post_hook))
