@@ -65,7 +65,8 @@ template <class R, class... Args, R (*Kernel)(Args...)> struct OldKernel<R(Args.
   op(::perseus_torch::qualified(::perseus_torch::schema::schema_name),                                 \
      c10::RegisterOperators::options()                                                                 \
          .kernel<decltype(::perseus_torch::OldKernel<decltype(function), &function>::call),           \
-                 &::perseus_torch::OldKernel<decltype(function), &function>::call>(key))
+                 &::perseus_torch::OldKernel<decltype(function), &function>::call>(key)                \
+         .aliasAnalysis(c10::AliasAnalysisKind::FROM_SCHEMA))
 #endif
 
 }  // namespace perseus_torch

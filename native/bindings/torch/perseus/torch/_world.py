@@ -104,6 +104,8 @@ def _gloo_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta, ordered
         # on the link, so the first finishes (and is completed while the next one travels) as early as it
         # can; a second thread would run the next one beside it and delay both to the end of the pair.
         threads = ORDERED_GLOO_THREADS if ordered else None
+        if not hasattr(dist.ProcessGroupGloo, "create_device"):  # torch < 1.3: torch's own default device
+            return dist.ProcessGroupGloo(store, rank, size, timeout=timeout)
         device = (dist.ProcessGroupGloo.create_device(interface=pinned) if pinned is not None
                   else _default_gloo_device())  # the default interface is absent here: this host's name, as torch
         return dist.ProcessGroupGloo(store, rank, size, _gloo_options(timeout, device, threads))
@@ -390,20 +392,24 @@ def plan_store(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv, initial
     return StorePlan("join", found[0], found[1])
 
 
-def _tcp_store(address: str, port: int, size: int, serve: bool, timeout: timedelta) -> dist.Store:
+class LegacyTCPStore(Exception):
+    """This torch's TCPStore takes no timeout (torch < 1.5)."""
+
+
+def _tcp_store(address: str, port: int, size: int, serve: bool, timeout: timedelta,
+               legacy_ok: bool = True) -> dist.Store:
     """A TCPStore server or client with the arguments this torch accepts (wait_for_workers arrived in 1.9,
-    the timeout in 1.5)."""
-    attempts = (
-        lambda: dist.TCPStore(address, port, size, serve, timeout, wait_for_workers=False),
-        lambda: dist.TCPStore(address, port, size, serve, timeout),
-        lambda: dist.TCPStore(address, port, size, serve),
-    )
-    for attempt in attempts[:-1]:
-        try:
-            return attempt()
-        except TypeError:
-            continue
-    return attempts[-1]()
+    the timeout in 1.5); LegacyTCPStore where only the oldest form exists and `legacy_ok` is False."""
+    try:
+        return dist.TCPStore(address, port, size, serve, timeout, wait_for_workers=False)
+    except TypeError:
+        pass
+    try:
+        return dist.TCPStore(address, port, size, serve, timeout)
+    except TypeError:
+        if not legacy_ok:
+            raise LegacyTCPStore() from None
+    return dist.TCPStore(address, port, size, serve)
 
 
 def rendezvous_store(rank: int, size: int, cfg: Optional[perseus_config.PerseusConfig] = None,
@@ -425,7 +431,11 @@ def rendezvous_store(rank: int, size: int, cfg: Optional[perseus_config.PerseusC
     try:
         # "join": a client connection of its own, never the default group's: rendezvous running
         # concurrently on one connection can deadlock.
-        store = _tcp_store(plan.address, plan.port, size, serve, _timeout(cfg))
+        store = _tcp_store(plan.address, plan.port, size, serve, _timeout(cfg), legacy_ok=plan.how != "join")
+    except LegacyTCPStore:
+        # torch < 1.5: its store server crashed when a client joined after the rendezvous (seen on 1.2); perseus
+        # builds its groups in one thread, so sharing the default group's connection is safe there
+        return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
     except (RuntimeError, OSError) as error:
         what = ("join torch's rendezvous on {}:{} (MASTER_ADDR:MASTER_PORT)" if plan.how == "join"
                 else "open its rendezvous on {}:{}").format(plan.address, plan.port)
