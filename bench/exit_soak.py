@@ -1,7 +1,8 @@
 """Exit soak: how often a 2-rank job whose ranks finished their work still exits other than 0.
 
-Runs each variant N times under perseusrun (one job at a time) and prints, per variant, the number of
-non-zero exits and the exit codes seen; the plain-torch variants (no `import perseus`) are printed beside
+Runs each variant N times under perseusrun (one job at a time, the variants taking turns, so that a run
+stopped early has even counts) and prints, per variant, the number of non-zero exits and the exit codes
+seen, after every round and at the end; the plain-torch variants (no `import perseus`) are printed beside
 the perseus ones. Not a test: it takes minutes.
 
     .venv/bin/python bench/exit_soak.py [--runs 100] [--variants ddp-perseus-destroy,...] [--json]
@@ -42,6 +43,10 @@ def run_once(argv: List[str], timeout: float) -> int:
     return done.returncode
 
 
+def _failed(codes: "collections.Counter[int]") -> int:
+    return sum(n for code, n in codes.items() if code != 0)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=100)
@@ -53,17 +58,20 @@ def main() -> int:
     unknown = [v for v in chosen if v not in VARIANTS]
     if unknown:
         parser.error("unknown variant(s) {}; choose from {}".format(", ".join(unknown), ", ".join(VARIANTS)))
-    results = {}
-    for variant in chosen:
-        codes: "collections.Counter[int]" = collections.Counter()
-        started = time.monotonic()
-        for _ in range(args.runs):
-            codes[run_once(VARIANTS[variant], args.timeout)] += 1
-        failed = sum(n for code, n in codes.items() if code != 0)
-        results[variant] = {"runs": args.runs, "nonzero": failed, "codes": dict(codes),
-                            "seconds": round(time.monotonic() - started, 1)}
+    codes: Dict[str, "collections.Counter[int]"] = {v: collections.Counter() for v in chosen}
+    seconds: Dict[str, float] = {v: 0.0 for v in chosen}
+    for round_number in range(1, args.runs + 1):
+        for variant in chosen:
+            started = time.monotonic()
+            codes[variant][run_once(VARIANTS[variant], args.timeout)] += 1
+            seconds[variant] += time.monotonic() - started
+        print("after round {}: {}".format(round_number, "; ".join(
+            "{} {}/{} non-zero".format(v, _failed(codes[v]), round_number) for v in chosen)), flush=True)
+    results = {v: {"runs": args.runs, "nonzero": _failed(codes[v]), "codes": dict(codes[v]),
+                   "seconds": round(seconds[v], 1)} for v in chosen}
+    for variant, found in results.items():
         print("{:24s} {:4d} runs  {:3d} non-zero  codes {}  ({:.0f} s)".format(
-            variant, args.runs, failed, dict(codes), results[variant]["seconds"]), flush=True)
+            variant, found["runs"], found["nonzero"], found["codes"], found["seconds"]), flush=True)
     if args.json:
         print(json.dumps(results))
     return 0
