@@ -115,13 +115,13 @@ void downsample_scatter_cpu(const at::Tensor& src, at::Tensor& dst, int64_t n, i
 #if PERSEUS_TORCH_LIBRARY
 TORCH_LIBRARY_IMPL(perseus, CPU, m) {
   using namespace perseus_torch;
-  m.impl("compress", &compress_cpu);
-  m.impl("decompress", &decompress_cpu);
-  m.impl("pack", &pack_cpu);
-  m.impl("unpack", &unpack_cpu);
-  m.impl("downsample_gather", &downsample_gather_cpu);
-  m.impl("downsample_gather_momentum", &downsample_gather_momentum_cpu);
-  m.impl("downsample_scatter", &downsample_scatter_cpu);
+  m.impl("compress", PERSEUS_IMPL(compress_cpu));
+  m.impl("decompress", PERSEUS_IMPL(decompress_cpu));
+  m.impl("pack", PERSEUS_IMPL(pack_cpu));
+  m.impl("unpack", PERSEUS_IMPL(unpack_cpu));
+  m.impl("downsample_gather", PERSEUS_IMPL(downsample_gather_cpu));
+  m.impl("downsample_gather_momentum", PERSEUS_IMPL(downsample_gather_momentum_cpu));
+  m.impl("downsample_scatter", PERSEUS_IMPL(downsample_scatter_cpu));
 }
 #else
 namespace perseus_torch {

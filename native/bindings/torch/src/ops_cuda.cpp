@@ -107,13 +107,13 @@ void downsample_scatter_cuda(const at::Tensor& src, at::Tensor& dst, int64_t n, 
 #if PERSEUS_TORCH_LIBRARY
 TORCH_LIBRARY_IMPL(perseus, CUDA, m) {
   using namespace perseus_torch;
-  m.impl("compress", &compress_cuda);
-  m.impl("decompress", &decompress_cuda);
-  m.impl("pack", &pack_cuda);
-  m.impl("unpack", &unpack_cuda);
-  m.impl("downsample_gather", &downsample_gather_cuda);
-  m.impl("downsample_gather_momentum", &downsample_gather_momentum_cuda);
-  m.impl("downsample_scatter", &downsample_scatter_cuda);
+  m.impl("compress", PERSEUS_IMPL(compress_cuda));
+  m.impl("decompress", PERSEUS_IMPL(decompress_cuda));
+  m.impl("pack", PERSEUS_IMPL(pack_cuda));
+  m.impl("unpack", PERSEUS_IMPL(unpack_cuda));
+  m.impl("downsample_gather", PERSEUS_IMPL(downsample_gather_cuda));
+  m.impl("downsample_gather_momentum", PERSEUS_IMPL(downsample_gather_momentum_cuda));
+  m.impl("downsample_scatter", PERSEUS_IMPL(downsample_scatter_cuda));
 }
 #else
 namespace perseus_torch {

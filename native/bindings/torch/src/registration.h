@@ -31,6 +31,25 @@ constexpr const char* kDownsampleScatter =
 
 }  // namespace schema
 
+// torch <= 1.6 boxes only kernels whose tensors come by value and tensor lists as std::vector: OldKernel adapts
+// a kernel written for newer torch (const Tensor&, Tensor& for outputs, TensorList). Tensors share storage,
+// so in-place writes through a copy reach the caller.
+template <class T> struct OldArg { using type = T; };
+template <> struct OldArg<const at::Tensor&> { using type = at::Tensor; };
+template <> struct OldArg<at::Tensor&> { using type = at::Tensor; };
+template <> struct OldArg<at::TensorList> { using type = std::vector<at::Tensor>; };
+
+template <class Signature, Signature* Kernel> struct OldKernel;
+template <class R, class... Args, R (*Kernel)(Args...)> struct OldKernel<R(Args...), Kernel> {
+  static R call(typename OldArg<Args>::type... args) { return Kernel(args...); }
+};
+
+#if PERSEUS_TORCH_VERSION_MAJOR == 1 && PERSEUS_TORCH_VERSION_MINOR <= 6
+#define PERSEUS_IMPL(function) (&::perseus_torch::OldKernel<decltype(function), &function>::call)
+#else
+#define PERSEUS_IMPL(function) (&function)
+#endif
+
 #if !PERSEUS_TORCH_LIBRARY
 // Before TORCH_LIBRARY: one registrar per translation unit; a schema registered by several units (the CPU
 // and CUDA kernels of one op) is the same operator with one kernel per device.
@@ -47,19 +66,6 @@ inline c10::TensorTypeId cuda_key() { return c10::TensorTypeId::CUDATensorId; }
 inline c10::DispatchKey cpu_key() { return c10::DispatchKey::CPUTensorId; }
 inline c10::DispatchKey cuda_key() { return c10::DispatchKey::CUDATensorId; }
 #endif
-
-// The old API takes kernels whose tensors come by value and tensor lists as std::vector: OldKernel adapts a
-// kernel written for TORCH_LIBRARY (const Tensor&, Tensor& for outputs, TensorList). Tensors share storage,
-// so in-place writes through a copy reach the caller.
-template <class T> struct OldArg { using type = T; };
-template <> struct OldArg<const at::Tensor&> { using type = at::Tensor; };
-template <> struct OldArg<at::Tensor&> { using type = at::Tensor; };
-template <> struct OldArg<at::TensorList> { using type = std::vector<at::Tensor>; };
-
-template <class Signature, Signature* Kernel> struct OldKernel;
-template <class R, class... Args, R (*Kernel)(Args...)> struct OldKernel<R(Args...), Kernel> {
-  static R call(typename OldArg<Args>::type... args) { return Kernel(args...); }
-};
 
 #define PERSEUS_KERNEL(schema_name, function, key)                                                  \
   op(::perseus_torch::qualified(::perseus_torch::schema::schema_name),                                 \
