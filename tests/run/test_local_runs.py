@@ -82,3 +82,14 @@ def test_ctrl_c_ends_every_rank():
     time.sleep(0.2)
     assert processes_with(token) == []
     assert not [p for p in children if psutil.pid_exists(p) and psutil.Process(p).status() != psutil.STATUS_ZOMBIE]
+
+
+def test_two_jobs_started_at_the_same_instant_both_succeed():
+    # each perseusrun holds the MASTER_PORT it picked until its rank 0 serves it, and perseus opens no port of its own
+    hvd_script = str(SCRIPTS / "hvd_allreduce.py")
+    procs = [subprocess.Popen([PERSEUSRUN, "-np", "2", "--", PYTHON, hvd_script], env=BASE_ENV,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True) for _ in range(2)]
+    outputs = [proc.communicate(timeout=240) for proc in procs]
+    for proc, (out, err) in zip(procs, outputs):
+        assert proc.returncode == 0, err
+        assert [r["sum"] for r in reports(out)] == [3.0, 3.0]

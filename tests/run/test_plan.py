@@ -18,7 +18,7 @@ def plan(args, env=None):
 def test_single_host_defaults():
     p, _ = plan(["-np", "3", "--", "python", "train.py", "--model", "resnet50"])
     assert p["mode"] == "gloo" and p["hosts"] == [{"host": "localhost", "slots": 3}]
-    assert p["master_addr"] == "127.0.0.1" and p["perseus_master_port"] != p["master_port"]
+    assert p["master_addr"] == "127.0.0.1" and p["perseus_master_port"] is None  # perseus joins torch's store
     for rank, r in enumerate(p["ranks"]):
         assert (r["rank"], r["host"], r["local_rank"], r["local_size"], r["node_rank"], r["launch"]) == \
             (rank, "localhost", rank, 3, 0, "local")
@@ -26,7 +26,7 @@ def test_single_host_defaults():
         e = r["env"]
         assert (e["RANK"], e["WORLD_SIZE"], e["LOCAL_RANK"], e["LOCAL_WORLD_SIZE"], e["GROUP_RANK"], e["NODE_RANK"]) == \
             (str(rank), "3", str(rank), "3", "0", "0")
-        assert e["MASTER_PORT"] == str(p["master_port"]) and e["PERSEUS_MASTER_PORT"] == str(p["perseus_master_port"])
+        assert e["MASTER_PORT"] == str(p["master_port"]) and "PERSEUS_MASTER_PORT" not in e
         assert e["OMP_NUM_THREADS"] == "1"
 
 
@@ -40,7 +40,7 @@ def test_command_without_double_dash_and_text_plan():
 def test_multi_host_gloo_over_ssh_with_port(tmp_path):
     env = {"PERSEUS_ALLREDUCE_DTYPE": "2", "NCCL_DEBUG": "INFO", "MASTER_PORT": "23456"}
     p, _ = plan(["-np", "4", "-H", "10.255.0.1:2,10.255.0.2:2", "-p", "36666", "-x", "FOO=bar baz", "--", "python", "t.py"], env)
-    assert p["master_addr"] == "10.255.0.1" and p["master_port"] == 23456 and p["perseus_master_port"] == 6666
+    assert p["master_addr"] == "10.255.0.1" and p["master_port"] == 23456 and p["perseus_master_port"] is None
     assert [(r["host"], r["node_rank"], r["local_rank"], r["launch"]) for r in p["ranks"]] == \
         [("10.255.0.1", 0, 0, "ssh"), ("10.255.0.1", 0, 1, "ssh"), ("10.255.0.2", 1, 0, "ssh"), ("10.255.0.2", 1, 1, "ssh")]
     r3 = p["ranks"][3]
@@ -66,6 +66,7 @@ def test_hostfile_and_fewer_ranks_than_slots(tmp_path):
 
 def test_mpi_command():
     env = {"PERSEUS_GLOO_NETWORK_INTERFACE": "lo", "PERSEUS_NCCL_NETWORK_INTERFACE": "lo", "PERSEUS_ALLREDUCE_STREAMS": "8"}
+    env["PERSEUS_MASTER_PORT"] = "6666"
     p, _ = plan(["--mpi", "-np", "4", "-H", "10.255.0.1:3,10.255.0.2:1", "--ssh-port", "36666", "--log-dir", "/tmp/l",
                  "--mpi-args", "--mca pml ob1", "--", "python", "train.py"], env)
     argv = p["mpirun"]
@@ -93,25 +94,30 @@ def test_seed_typographic_dashes_are_read_as_hyphens():
         assert "perseusrun: note: read '{}' as '{}'".format(typed, read) in proc.stderr
 
 
-def test_perseus_port_moves_off_explicit_master_port():
-    p, _ = plan(["-np", "2", "-H", "10.255.0.1:1,10.255.0.2:1", "--", "true"], {"MASTER_PORT": "6666"})
-    assert (p["master_port"], p["perseus_master_port"]) == (6666, 6667)
-    assert any("PERSEUS_MASTER_PORT=6667 (the default 6666 is MASTER_PORT)" in n for n in p["notes"])
+def test_a_perseus_master_port_the_user_set_is_passed_on():
+    p, _ = plan(["-np", "2", "--", "true"], {"PERSEUS_MASTER_PORT": "29631", "MASTER_PORT": "29630"})
+    assert (p["master_port"], p["perseus_master_port"]) == (29630, 29631)
+    assert all(r["env"]["PERSEUS_MASTER_PORT"] == "29631" for r in p["ranks"])
 
 
-def test_perseus_port_moves_off_a_busy_default():
-    s = socket.socket()
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a port in TIME_WAIT (an earlier job) is free
+def test_the_master_port_perseusrun_picks_is_held_until_the_job_serves_it():
+    from perseus.run import ports
+
+    first, second = ports.choose({}, master_is_local=True), ports.choose({}, master_is_local=True)
     try:
-        s.bind(("", 6666))
-    except OSError:
-        pytest.skip("port 6666 is taken by something else here")
-    s.listen(1)
-    try:
-        p, _ = plan(["-np", "2", "--", "true"])
+        assert first.held is not None and first.held.held and first.master_port != second.master_port
+        with socket.socket() as other:  # a plain bind of the held port fails: nobody else is handed it
+            with pytest.raises(OSError):
+                other.bind(("", first.master_port))
+        assert not first.held.served()
+        with socket.socket() as server:  # the rank that serves it binds as torch's TCPStore does, and listens
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("", first.master_port))
+            server.listen(1)
+            assert first.held.served()
     finally:
-        s.close()
-    assert p["perseus_master_port"] > 6666 and p["master_port"] != p["perseus_master_port"]
+        first.held.release()
+        second.held.release()
 
 
 def test_help_documents_the_launcher():

@@ -46,8 +46,9 @@ class LaunchFailed(AssertionError):
 
 
 def launch(script: str, nprocs: int, args: Sequence[str] = (), env: Optional[Dict[str, Optional[str]]] = None,
-           local_size: Optional[int] = None, timeout: float = 120.0, check: bool = True) -> List[RankResult]:
-    """Start `nprocs` ranks of workers/<script>; wait for all; return their results."""
+           local_size: Optional[int] = None, timeout: float = 120.0, check: bool = True,
+           python: str = sys.executable) -> List[RankResult]:
+    """Start `nprocs` ranks of workers/<script> with `python`; wait for all; return their results."""
     local_size = local_size or nprocs
     master_port, perseus_port = free_port(), free_port()
     while perseus_port == master_port:
@@ -69,7 +70,7 @@ def launch(script: str, nprocs: int, args: Sequence[str] = (), env: Optional[Dic
                 else:
                     rank_env[name] = value
             path = Path(script) if os.path.isabs(script) else WORKERS / script
-            procs.append(subprocess.Popen([sys.executable, str(path)] + list(args), env=rank_env,
+            procs.append(subprocess.Popen([python, str(path)] + list(args), env=rank_env,
                                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                           start_new_session=True))
         deadline = time.monotonic() + timeout

@@ -9,9 +9,16 @@
 
 #include "perseus/core.h"
 
-// torch < 1.10 has no TORCH_CHECK_NOT_IMPLEMENTED
+// torch < 1.10 has no TORCH_CHECK_NOT_IMPLEMENTED, torch < 1.5 no TORCH_CHECK_VALUE / TORCH_CHECK_TYPE: there
+// the message is the same, raised as RuntimeError
 #ifndef TORCH_CHECK_NOT_IMPLEMENTED
 #define TORCH_CHECK_NOT_IMPLEMENTED(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#endif
+#ifndef TORCH_CHECK_VALUE
+#define TORCH_CHECK_VALUE(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
+#endif
+#ifndef TORCH_CHECK_TYPE
+#define TORCH_CHECK_TYPE(cond, ...) TORCH_CHECK(cond, __VA_ARGS__)
 #endif
 
 namespace perseus_torch {
@@ -24,6 +31,9 @@ inline void check_status(perseus_status status, const char* op) {
   if (status == PERSEUS_ERR_UNSUPPORTED) TORCH_CHECK_NOT_IMPLEMENTED(false, message);
   TORCH_CHECK(false, message);
 }
+
+// Tensor::data_ptr<T>() arrived in torch 1.3; callers checked the dtype already.
+inline float* float_data(const at::Tensor& t) { return static_cast<float*>(t.data_ptr()); }
 
 inline perseus_half_dtype half_dtype_of(const at::Tensor& t, const char* op, const char* arg) {
   if (t.scalar_type() == at::kHalf) return PERSEUS_FLOAT16;

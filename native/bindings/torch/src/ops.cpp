@@ -1,13 +1,13 @@
 // The perseus op library: schemas of torch.ops.perseus.* (documented in OPS.md) and the ops that
 // take no tensors. Device kernels are registered by ops_cpu.cpp and ops_cuda.cpp.
 #include <ATen/core/Tensor.h>
-#include <torch/library.h>
 
 #include <string>
 #include <vector>
 
 #include "common.h"
 #include "perseus/core.h"
+#include "registration.h"
 
 namespace perseus_torch {
 namespace {
@@ -52,17 +52,17 @@ bool has_cuda() { return perseus_has_cuda() != 0; }
 }  // namespace
 }  // namespace perseus_torch
 
+#if PERSEUS_TORCH_LIBRARY
 TORCH_LIBRARY(perseus, m) {
   using namespace perseus_torch;
   // tensor ops: kernels per device in ops_cpu.cpp / ops_cuda.cpp
-  m.def("compress(Tensor src, Tensor(a!) dst, float scale) -> Tensor");
-  m.def("decompress(Tensor src, Tensor(a!) dst, float scale, int world_size) -> Tensor");
-  m.def("pack(Tensor[] tensors, Tensor(a!) flat) -> ()");
-  m.def("unpack(Tensor flat, Tensor(a!)[] tensors) -> ()");
-  m.def("downsample_gather(Tensor src, Tensor(a!) dst, int n, int step) -> ()");
-  m.def("downsample_gather_momentum(Tensor src, Tensor(a!) residual, Tensor(b!) dst, int n, int step, "
-        "float momentum) -> ()");
-  m.def("downsample_scatter(Tensor src, Tensor(a!) dst, int n, int step, bool zero_unsent=True) -> ()");
+  m.def(schema::kCompress);
+  m.def(schema::kDecompress);
+  m.def(schema::kPack);
+  m.def(schema::kUnpack);
+  m.def(schema::kDownsampleGather);
+  m.def(schema::kDownsampleGatherMomentum);
+  m.def(schema::kDownsampleScatter);
   // no tensors: one kernel for every device
   m.def("plan_buckets(int[] sizes, int? fusion) -> int[][]", &plan_buckets);
   m.def("downsample_count(int numel, int n, int step) -> int", &downsample_count);
@@ -74,3 +74,16 @@ TORCH_LIBRARY(perseus, m) {
   m.def("core_version() -> str", &core_version);
   m.def("has_cuda() -> bool", &has_cuda);
 }
+#else
+// tensor ops: schema and kernel together, per device, in ops_cpu.cpp / ops_cuda.cpp
+static auto perseus_registry = c10::RegisterOperators()
+    .op("perseus::plan_buckets(int[] sizes, int? fusion) -> int[][]", &perseus_torch::plan_buckets)
+    .op("perseus::downsample_count(int numel, int n, int step) -> int", &perseus_torch::downsample_count)
+    .op("perseus::cpu_features() -> str", &perseus_torch::cpu_features)
+    .op("perseus::dispatch() -> str", &perseus_torch::dispatch)
+    .op("perseus::dispatch_paths() -> str", &perseus_torch::dispatch_paths)
+    .op("perseus::set_dispatch(str name) -> str", &perseus_torch::set_dispatch)
+    .op("perseus::build_manifest() -> str", &perseus_torch::build_manifest)
+    .op("perseus::core_version() -> str", &perseus_torch::core_version)
+    .op("perseus::has_cuda() -> bool", &perseus_torch::has_cuda);
+#endif

@@ -7,7 +7,7 @@
 #else  // torch < 1.12 has no per-operator headers
 #include <ATen/Functions.h>
 #endif
-#include <torch/library.h>
+#include "registration.h"
 
 #include <atomic>
 
@@ -16,6 +16,18 @@
 
 namespace perseus_torch {
 namespace {
+
+// torch <= 1.5 leaves the choice of parallel backend (AT_PARALLEL_OPENMP, ...) to its CMake targets, which this
+// build does not use: there the kernels run on the calling thread.
+template <class F>
+void parallel_for(int64_t begin, int64_t end, int64_t grain, const F& f) {
+#if AT_PARALLEL_OPENMP || AT_PARALLEL_NATIVE || AT_PARALLEL_NATIVE_TBB
+  at::parallel_for(begin, end, grain, f);
+#else
+  (void)grain;
+  if (begin < end) f(begin, end);
+#endif
+}
 
 // Chunks this large keep the core's streaming stores (>= 4 MB of output) in every chunk.
 constexpr int64_t kGrain = int64_t(1) << 22;
@@ -29,10 +41,10 @@ at::Tensor compress_cpu(const at::Tensor& src, at::Tensor& dst, double scale) {
   const auto fscale = static_cast<float>(scale);
   // validates scale and the dispatch choice once, before any thread starts
   check_status(perseus_compress(nullptr, nullptr, dtype, 0, fscale, nullptr), "compress");
-  const float* in = src.data_ptr<float>();
+  const float* in = float_data(src);
   auto* out = static_cast<uint16_t*>(dst.data_ptr());
   std::atomic<uint64_t> total{0};
-  at::parallel_for(0, src.numel(), kGrain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, src.numel(), kGrain, [&](int64_t begin, int64_t end) {
     uint64_t count = 0;
     perseus_compress(in + begin, out + begin, dtype, static_cast<uint64_t>(end - begin), fscale, &count);
     total += count;
@@ -45,9 +57,9 @@ at::Tensor decompress_cpu(const at::Tensor& src, at::Tensor& dst, double scale, 
   const auto fscale = static_cast<float>(scale);
   check_status(perseus_decompress(nullptr, dtype, nullptr, 0, fscale, world_size, nullptr), "decompress");
   const auto* in = static_cast<const uint16_t*>(src.data_ptr());
-  float* out = dst.data_ptr<float>();
+  float* out = float_data(dst);
   std::atomic<uint64_t> total{0};
-  at::parallel_for(0, src.numel(), kGrain, [&](int64_t begin, int64_t end) {
+  parallel_for(0, src.numel(), kGrain, [&](int64_t begin, int64_t end) {
     uint64_t count = 0;
     perseus_decompress(in + begin, dtype, out + begin, static_cast<uint64_t>(end - begin), fscale, world_size, &count);
     total += count;
@@ -83,8 +95,8 @@ void downsample_gather_momentum_cpu(const at::Tensor& src, at::Tensor& residual,
   check_no_overlap(residual, dst, op);
   check_no_overlap(residual, src, op);
   check_gather(src, dst, n, step, op);
-  check_status(perseus_downsample_gather_momentum(src.data_ptr<float>(), residual.data_ptr<float>(),
-                                                  dst.data_ptr<float>(), static_cast<uint64_t>(src.numel()), n,
+  check_status(perseus_downsample_gather_momentum(float_data(src), float_data(residual),
+                                                  float_data(dst), static_cast<uint64_t>(src.numel()), n,
                                                   static_cast<uint64_t>(step), static_cast<float>(momentum)),
                op);
 }
@@ -100,13 +112,28 @@ void downsample_scatter_cpu(const at::Tensor& src, at::Tensor& dst, int64_t n, i
 }  // namespace
 }  // namespace perseus_torch
 
+#if PERSEUS_TORCH_LIBRARY
 TORCH_LIBRARY_IMPL(perseus, CPU, m) {
   using namespace perseus_torch;
-  m.impl("compress", &compress_cpu);
-  m.impl("decompress", &decompress_cpu);
-  m.impl("pack", &pack_cpu);
-  m.impl("unpack", &unpack_cpu);
-  m.impl("downsample_gather", &downsample_gather_cpu);
-  m.impl("downsample_gather_momentum", &downsample_gather_momentum_cpu);
-  m.impl("downsample_scatter", &downsample_scatter_cpu);
+  m.impl("compress", PERSEUS_IMPL(compress_cpu));
+  m.impl("decompress", PERSEUS_IMPL(decompress_cpu));
+  m.impl("pack", PERSEUS_IMPL(pack_cpu));
+  m.impl("unpack", PERSEUS_IMPL(unpack_cpu));
+  m.impl("downsample_gather", PERSEUS_IMPL(downsample_gather_cpu));
+  m.impl("downsample_gather_momentum", PERSEUS_IMPL(downsample_gather_momentum_cpu));
+  m.impl("downsample_scatter", PERSEUS_IMPL(downsample_scatter_cpu));
 }
+#else
+namespace perseus_torch {
+namespace {
+auto cpu_registry = c10::RegisterOperators()
+    .PERSEUS_KERNEL(kCompress, compress_cpu, cpu_key())
+    .PERSEUS_KERNEL(kDecompress, decompress_cpu, cpu_key())
+    .PERSEUS_KERNEL(kPack, pack_cpu, cpu_key())
+    .PERSEUS_KERNEL(kUnpack, unpack_cpu, cpu_key())
+    .PERSEUS_KERNEL(kDownsampleGather, downsample_gather_cpu, cpu_key())
+    .PERSEUS_KERNEL(kDownsampleGatherMomentum, downsample_gather_momentum_cpu, cpu_key())
+    .PERSEUS_KERNEL(kDownsampleScatter, downsample_scatter_cpu, cpu_key());
+}  // namespace
+}  // namespace perseus_torch
+#endif

@@ -8,7 +8,7 @@
 #endif
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <torch/library.h>
+#include "registration.h"
 
 #include "common.h"
 #include "perseus/core.h"
@@ -25,14 +25,14 @@ at::Tensor device_counter(const at::Tensor& like) {
 }
 
 unsigned long long* counter_ptr(at::Tensor& counter) {
-  return reinterpret_cast<unsigned long long*>(counter.data_ptr<int64_t>());
+  return reinterpret_cast<unsigned long long*>(static_cast<int64_t*>(counter.data_ptr()));
 }
 
 at::Tensor compress_cuda(const at::Tensor& src, at::Tensor& dst, double scale) {
   const perseus_half_dtype dtype = check_compress(src, dst, "compress");
   const c10::cuda::CUDAGuard guard(src.device());
   at::Tensor counter = device_counter(src);
-  check_status(perseus_cuda_compress(src.data_ptr<float>(), dst.data_ptr(), dtype, static_cast<uint64_t>(src.numel()),
+  check_status(perseus_cuda_compress(float_data(src), dst.data_ptr(), dtype, static_cast<uint64_t>(src.numel()),
                                      static_cast<float>(scale), counter_ptr(counter), current_stream(src)),
                "compress");
   return counter;
@@ -42,7 +42,7 @@ at::Tensor decompress_cuda(const at::Tensor& src, at::Tensor& dst, double scale,
   const perseus_half_dtype dtype = check_decompress(src, dst, "decompress");
   const c10::cuda::CUDAGuard guard(src.device());
   at::Tensor counter = device_counter(src);
-  check_status(perseus_cuda_decompress(src.data_ptr(), dtype, dst.data_ptr<float>(), static_cast<uint64_t>(src.numel()),
+  check_status(perseus_cuda_decompress(src.data_ptr(), dtype, float_data(dst), static_cast<uint64_t>(src.numel()),
                                        static_cast<float>(scale), world_size, counter_ptr(counter), current_stream(src)),
                "decompress");
   return counter;
@@ -85,8 +85,8 @@ void downsample_gather_momentum_cuda(const at::Tensor& src, at::Tensor& residual
   check_no_overlap(residual, src, op);
   check_gather(src, dst, n, step, op);
   const c10::cuda::CUDAGuard guard(src.device());
-  check_status(perseus_cuda_downsample_gather_momentum(src.data_ptr<float>(), residual.data_ptr<float>(),
-                                                       dst.data_ptr<float>(), static_cast<uint64_t>(src.numel()), n,
+  check_status(perseus_cuda_downsample_gather_momentum(float_data(src), float_data(residual),
+                                                       float_data(dst), static_cast<uint64_t>(src.numel()), n,
                                                        static_cast<uint64_t>(step), static_cast<float>(momentum),
                                                        current_stream(src)),
                op);
@@ -104,13 +104,28 @@ void downsample_scatter_cuda(const at::Tensor& src, at::Tensor& dst, int64_t n, 
 }  // namespace
 }  // namespace perseus_torch
 
+#if PERSEUS_TORCH_LIBRARY
 TORCH_LIBRARY_IMPL(perseus, CUDA, m) {
   using namespace perseus_torch;
-  m.impl("compress", &compress_cuda);
-  m.impl("decompress", &decompress_cuda);
-  m.impl("pack", &pack_cuda);
-  m.impl("unpack", &unpack_cuda);
-  m.impl("downsample_gather", &downsample_gather_cuda);
-  m.impl("downsample_gather_momentum", &downsample_gather_momentum_cuda);
-  m.impl("downsample_scatter", &downsample_scatter_cuda);
+  m.impl("compress", PERSEUS_IMPL(compress_cuda));
+  m.impl("decompress", PERSEUS_IMPL(decompress_cuda));
+  m.impl("pack", PERSEUS_IMPL(pack_cuda));
+  m.impl("unpack", PERSEUS_IMPL(unpack_cuda));
+  m.impl("downsample_gather", PERSEUS_IMPL(downsample_gather_cuda));
+  m.impl("downsample_gather_momentum", PERSEUS_IMPL(downsample_gather_momentum_cuda));
+  m.impl("downsample_scatter", PERSEUS_IMPL(downsample_scatter_cuda));
 }
+#else
+namespace perseus_torch {
+namespace {
+auto cuda_registry = c10::RegisterOperators()
+    .PERSEUS_KERNEL(kCompress, compress_cuda, cuda_key())
+    .PERSEUS_KERNEL(kDecompress, decompress_cuda, cuda_key())
+    .PERSEUS_KERNEL(kPack, pack_cuda, cuda_key())
+    .PERSEUS_KERNEL(kUnpack, unpack_cuda, cuda_key())
+    .PERSEUS_KERNEL(kDownsampleGather, downsample_gather_cuda, cuda_key())
+    .PERSEUS_KERNEL(kDownsampleGatherMomentum, downsample_gather_momentum_cuda, cuda_key())
+    .PERSEUS_KERNEL(kDownsampleScatter, downsample_scatter_cuda, cuda_key());
+}  // namespace
+}  // namespace perseus_torch
+#endif

@@ -27,7 +27,7 @@ EPILOG = """\
 what every rank gets:
   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK and NODE_RANK (index of its host),
   GROUP_WORLD_SIZE (hosts), MASTER_ADDR and MASTER_PORT (torch.distributed, env://),
-  PERSEUS_MASTER_PORT (the perseus rendezvous, default 6666) and PERSEUS_LAUNCHER=perseusrun.
+  PERSEUS_MASTER_PORT (only when set here) and PERSEUS_LAUNCHER=perseusrun.
   OMP_NUM_THREADS=1 when several ranks share a host and PYTHONUNBUFFERED=1, unless already set.
   Ranks read their numbers with perseus.launch.detect() (perseus.torch.horovod's init() does).
 
@@ -37,9 +37,10 @@ placement:
   A hostfile has one `HOST slots=N` (or HOST:N) per line; `#` starts a comment.
 
 ports:
-  MASTER_PORT: taken from the environment, else a free port picked on the master (29500 when the
-  master is another machine). PERSEUS_MASTER_PORT: from the environment, else 6666 (or the next free
-  port when 6666 is taken). The two never collide; explicit values already in use are refused.
+  MASTER_PORT: taken from the environment, else a free port picked on the master and held by
+  perseusrun until rank 0 listens there (29500 when the master is another machine). PERSEUS_MASTER_PORT:
+  passed on when set (perseus then keeps its own rendezvous there); unset, perseus joins torch's
+  rendezvous on MASTER_PORT and opens no port of its own. Equal or busy explicit values are refused.
 
 network interfaces (seed variables, forwarded only when set):
   PERSEUS_NCCL_NETWORK_INTERFACE -> NCCL_SOCKET_IFNAME, PERSEUS_GLOO_NETWORK_INTERFACE -> GLOO_SOCKET_IFNAME

@@ -3,7 +3,7 @@
 import os
 import shlex
 import shutil
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Dict, List, Mapping, Optional
 
 from perseus.launch.torchrun import PERSEUSRUN_MARKER  # PERSEUS_LAUNCHER=perseusrun: detect() names the launcher
@@ -36,7 +36,7 @@ class JobPlan:
     hosts: List[HostSlots]
     master_addr: str
     master_port: int
-    perseus_master_port: int
+    perseus_master_port: Optional[int]  # None: perseus joins torch's rendezvous on MASTER_PORT
     gloo_timeout_seconds: float
     workdir: str
     log_dir: Optional[str]
@@ -44,9 +44,12 @@ class JobPlan:
     ranks: List[RankPlan] = field(default_factory=list)
     mpirun: Optional[List[str]] = None
     notes: List[str] = field(default_factory=list)
+    held_port: Optional[ports.HeldPort] = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> Dict[str, object]:
-        return asdict(self)
+        found = asdict(replace(self, held_port=None))
+        found.pop("held_port")
+        return found
 
     def terminate_grace(self) -> float:
         """SIGTERM -> SIGKILL delay: short, and always well inside GLOO_TIMEOUT_SECONDS."""
@@ -82,15 +85,16 @@ def build(options: Options, environ: Mapping[str, str]) -> JobPlan:
     environment.validate_perseus_variables(environ)
     plan = JobPlan(options.mode, options.np, hosts, master_addr, chosen_ports.master_port,
                    chosen_ports.perseus_master_port, timeout, os.getcwd(), options.log_dir, options.ssh_port,
-                   notes=list(options.notes) + list(chosen_ports.notes))
+                   notes=list(options.notes) + list(chosen_ports.notes), held_port=chosen_ports.held)
     common = {
         "WORLD_SIZE": str(options.np),
         "MASTER_ADDR": master_addr,
         "MASTER_PORT": str(plan.master_port),
-        "PERSEUS_MASTER_PORT": str(plan.perseus_master_port),
         PERSEUSRUN_MARKER[0]: PERSEUSRUN_MARKER[1],
         "GROUP_WORLD_SIZE": str(len(used)),
     }
+    if plan.perseus_master_port is not None:
+        common["PERSEUS_MASTER_PORT"] = str(plan.perseus_master_port)
     common.update(nics)
     if "OMP_NUM_THREADS" not in environ and max(len(placement[h.host]) for h in used) > 1:
         common["OMP_NUM_THREADS"] = "1"  # as torchrun: N ranks per host must not each start one thread per core
@@ -169,8 +173,10 @@ def _plan_mpi(plan: JobPlan, options: Options, used: List[HostSlots], placement:
 
 def format_text(plan: JobPlan) -> str:
     lines = ["perseusrun plan: {} ranks on {} host(s), mode {}".format(plan.np, len({r.host for r in plan.ranks}), plan.mode),
-             "  master {}:{} (torch.distributed), perseus rendezvous port {}, GLOO_TIMEOUT_SECONDS={:g}".format(
-                 plan.master_addr, plan.master_port, plan.perseus_master_port, plan.gloo_timeout_seconds),
+             "  master {}:{} (torch.distributed), perseus rendezvous {}, GLOO_TIMEOUT_SECONDS={:g}".format(
+                 plan.master_addr, plan.master_port,
+                 "on torch's (MASTER_PORT)" if plan.perseus_master_port is None else "port {}".format(plan.perseus_master_port),
+                 plan.gloo_timeout_seconds),
              "  working directory {}".format(plan.workdir)]
     if plan.log_dir:
         lines.append("  logs under {}".format(plan.log_dir))

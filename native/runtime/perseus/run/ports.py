@@ -1,22 +1,22 @@
-"""MASTER_PORT and PERSEUS_MASTER_PORT: validated, checked for use on this machine, never the same port."""
+"""MASTER_PORT and PERSEUS_MASTER_PORT: validated, checked for use on this machine, never the same port; a port
+perseusrun picks is held until the job serves it."""
 
 import errno
 import socket
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from .. import config
 from .errors import UsageError
 
-PERSEUS_MASTER_PORT_DEFAULT = config.spec_of("PERSEUS_MASTER_PORT").default  # seed: 6666
 REMOTE_MASTER_PORT_DEFAULT = 29500  # torchrun's default, used when the master host is not this machine
 
 
 @dataclass(frozen=True)
 class Ports:
     master_port: int
-    perseus_master_port: int
+    perseus_master_port: Optional[int]  # only when the user set it
     notes: tuple  # what perseusrun picked or moved, for the plan
+    held: Optional["HeldPort"] = None  # the MASTER_PORT perseusrun picked, still bound by it
 
 
 def parse_port(name: str, raw: str) -> int:
@@ -51,18 +51,46 @@ def in_use(port: int) -> bool:
     return False
 
 
-def free_port(avoid: int) -> int:
-    while True:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("", 0))
-            port = s.getsockname()[1]
-        if port != avoid:
-            return port
+class HeldPort:
+    """A port perseusrun chose, kept bound (SO_REUSEADDR, never listening) from the choice until the rank that
+    serves it listens there: meanwhile no other process, another perseusrun included, is given it by bind(0),
+    while torch's TCPStore (which binds with SO_REUSEADDR too) can still take it."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock: Optional[socket.socket] = sock
+        self.port: int = sock.getsockname()[1]
+
+    @property
+    def held(self) -> bool:
+        return self._sock is not None
+
+    def served(self) -> bool:
+        """Whether something now listens on the port (the rank serving it bound it)."""
+        return in_use(self.port)
+
+    def release(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+
+def reserve() -> HeldPort:
+    """A free port, held. bind(0) picks a port no socket is bound to (the kernel prefers those over sharing
+    an SO_REUSEADDR one), so two perseusrun started at once get different ports."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("", 0))
+    except OSError:
+        sock.close()
+        raise
+    return HeldPort(sock)
 
 
 def choose(environ: Mapping[str, str], master_is_local: bool) -> Ports:
-    """Both ports of the job. Explicit values are validated (and, on a local master, must be free);
-    defaults are picked so that they are free and differ from each other."""
+    """The job's ports. An explicit MASTER_PORT is validated (and, on a local master, must be free); else a free
+    one is reserved and held (Ports.held) until the job serves it. PERSEUS_MASTER_PORT is passed on only when
+    the user set it (perseus then keeps its own store there); unset, perseus joins torch's store on MASTER_PORT."""
     notes = []
     explicit_master = _read(environ, "MASTER_PORT")
     explicit_perseus = _read(environ, "PERSEUS_MASTER_PORT")
@@ -75,24 +103,20 @@ def choose(environ: Mapping[str, str], master_is_local: bool) -> Ports:
             if port is not None and in_use(port):
                 raise UsageError("{}={}: the port is already in use on this machine; stop what listens there "
                                  "or choose another free port".format(name, port))
-    perseus = explicit_perseus
-    if perseus is None:
-        perseus = PERSEUS_MASTER_PORT_DEFAULT
-        while perseus == explicit_master or (master_is_local and in_use(perseus)):
-            perseus += 1
-        if perseus != PERSEUS_MASTER_PORT_DEFAULT:
-            notes.append("PERSEUS_MASTER_PORT={} (the default {} is {})".format(
-                perseus, PERSEUS_MASTER_PORT_DEFAULT,
-                "MASTER_PORT" if explicit_master == PERSEUS_MASTER_PORT_DEFAULT else "in use"))
+    held: Optional[HeldPort] = None
     master = explicit_master
     if master is None:
         if master_is_local:
-            master = free_port(avoid=perseus)
-            notes.append("MASTER_PORT={} (a free port picked on this machine)".format(master))
+            while held is None or held.port == explicit_perseus:
+                if held is not None:
+                    held.release()
+                held = reserve()
+            master = held.port
+            notes.append("MASTER_PORT={} (a free port picked on this machine, held until rank 0 serves it)".format(master))
         else:
-            master = REMOTE_MASTER_PORT_DEFAULT if perseus != REMOTE_MASTER_PORT_DEFAULT else REMOTE_MASTER_PORT_DEFAULT + 1
+            master = REMOTE_MASTER_PORT_DEFAULT if explicit_perseus != REMOTE_MASTER_PORT_DEFAULT else REMOTE_MASTER_PORT_DEFAULT + 1
             notes.append("MASTER_PORT={} (default; set MASTER_PORT to choose)".format(master))
-    return Ports(master, perseus, tuple(notes))
+    return Ports(master, explicit_perseus, tuple(notes), held)
 
 
 def _read(environ: Mapping[str, str], name: str) -> Optional[int]:

@@ -83,6 +83,7 @@ class Supervisor:
         self.signalled: Optional[int] = None
         self.failure: Optional[_Child] = None
         self.kill_at: Optional[float] = None
+        self.started_at = time.monotonic()
 
     # -- start ---------------------------------------------------------------------------------------------
     def _start_rank(self, r: RankPlan) -> _Child:
@@ -160,9 +161,12 @@ class Supervisor:
         handled = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
         previous = {s: signal.signal(s, self._on_signal) for s in handled}
         try:
+            self.started_at = time.monotonic()
             self._start()
             self._wait()
         finally:
+            if self.plan.held_port is not None:
+                self.plan.held_port.release()
             self._kill_all(leftovers=True)
             for s, handler in previous.items():
                 signal.signal(s, handler)
@@ -172,8 +176,20 @@ class Supervisor:
                 output.thread.join(timeout=2.0)
         return self._exit_code()
 
+    def _release_port_once_served(self) -> None:
+        """Let go of the MASTER_PORT perseusrun holds once rank 0 listens there, a rank has exited (nobody will
+        bind it then) or GLOO_TIMEOUT_SECONDS passed (a master that never comes)."""
+        held = self.plan.held_port
+        if held is None or not held.held:
+            return
+        waited = time.monotonic() - self.started_at
+        if (held.served() or any(c.exited_at is not None for c in self.children)
+                or waited > self.plan.gloo_timeout_seconds):
+            held.release()
+
     def _wait(self) -> None:
         while True:
+            self._release_port_once_served()
             if self.failure is None and self.kill_at is None:
                 failed = [c for c in self.children if c.exited_at is not None and c.returncode != 0]
                 if failed:

@@ -39,7 +39,7 @@ import torch
 import torch.distributed as dist
 
 from perseus import config as perseus_config
-from perseus.torch import _kernels
+from perseus.torch import _exit, _kernels
 from perseus.torch._stream_tuner import StreamTuner
 from perseus.torch._world import PerseusWorld, StreamGroups
 
@@ -130,6 +130,7 @@ class FusionGroup:
 
 
 AUTO_GROUP_BYTES = 4 << 20
+STOP_SECONDS = 10.0  # how long shutdown() waits for the stream threads when the caller gives no deadline
 PARTITION_BYTES = AUTO_GROUP_BYTES
 
 
@@ -210,7 +211,9 @@ def adjacent_view(tensors: Sequence[torch.Tensor]) -> Optional[torch.Tensor]:
         expected += t.numel() * t.element_size()
         total += t.numel()
     end = (first.storage_offset() + total) * first.element_size()
-    if end > storage.nbytes():
+    # torch < 1.11: typed storages, sized in elements
+    nbytes = storage.nbytes() if hasattr(storage, "nbytes") else storage.size() * storage.element_size()
+    if end > nbytes:
         return None
     return first.new_empty(0).set_(storage, first.storage_offset(), (total,), (1,))
 
@@ -273,6 +276,7 @@ class Engine:
         self._comm_steps = 0
         self._step: Optional[_Step] = None
         self._workers = [_StreamWorker(self, s, groups) for s, groups in enumerate(world.streams)]
+        _exit.track(self)
         self.tuner = StreamTuner(len(world.streams), fixed=cfg.is_set("PERSEUS_ALLREDUCE_STREAMS"))
         self.streams_per_step: List[int] = []  # streams in use by each step begun so far
         if cfg.downsample_n_elements == 1 and cfg.is_set("PERSEUS_GRADIENT_MOMENTUM"):
@@ -453,9 +457,11 @@ class Engine:
                 names.append(name)
         return names
 
-    def shutdown(self) -> None:
+    def shutdown(self, deadline: Optional[float] = None) -> None:
+        """Stop the stream threads; with `deadline` (time.monotonic()), give up waiting for them at it."""
+        deadline = time.monotonic() + STOP_SECONDS if deadline is None else deadline
         for worker in self._workers:
-            worker.stop()
+            worker.stop(deadline)
 
 
 class _StreamWorker:
@@ -493,14 +499,14 @@ class _StreamWorker:
             self.thread.start()
         self.queue.put((group, step))
 
-    def stop(self) -> None:
+    def stop(self, deadline: float) -> None:
         if self.thread is not None:
             self.queue.put(None)
-            self.thread.join(timeout=10)
+            self.thread.join(timeout=max(0.0, deadline - time.monotonic()))
             self.thread = None
         if self.finisher is not None:
             self.finishing.put(None)
-            self.finisher.join(timeout=10)
+            self.finisher.join(timeout=max(0.0, deadline - time.monotonic()))
             self.finisher = None
 
     def _loop(self) -> None:

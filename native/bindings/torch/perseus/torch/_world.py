@@ -22,8 +22,10 @@ import torch.distributed as dist
 
 from perseus import config as perseus_config
 from perseus import launch
+from perseus.torch import _exit
 
-_c10d = torch._C._distributed_c10d  # AllgatherOptions is not re-exported by torch.distributed
+# AllgatherOptions: re-exported by torch.distributed up to 1.7, only in torch._C._distributed_c10d from 1.8 on
+AllgatherOptions = getattr(dist, "AllgatherOptions", None) or torch._C._distributed_c10d.AllgatherOptions
 
 
 class PerseusWorldError(RuntimeError):
@@ -98,20 +100,41 @@ def _gloo_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta, ordered
     pinned = cfg.gloo_network_interface if cfg.gloo_network_interface in interfaces else None
 
     def create(store: dist.Store, rank: int, size: int) -> object:
-        options = dist.ProcessGroupGloo._Options()
-        options._timeout = timeout
         # One thread: a stream's group runs its collectives in the order the engine issues them, each alone
         # on the link, so the first finishes (and is completed while the next one travels) as early as it
         # can; a second thread would run the next one beside it and delay both to the end of the pair.
-        if ordered and hasattr(options, "_threads"):
-            options._threads = ORDERED_GLOO_THREADS
-        if pinned is not None:
-            options._devices = [dist.ProcessGroupGloo.create_device(interface=pinned)]
-        else:  # the default interface is absent here: Gloo resolves this host's name, as torch does
-            options._devices = [dist.ProcessGroupGloo.create_default_device()]
-        return dist.ProcessGroupGloo(store, rank, size, options)
+        threads = ORDERED_GLOO_THREADS if ordered else None
+        if not hasattr(dist.ProcessGroupGloo, "create_device"):  # torch < 1.3: torch's own default device
+            return dist.ProcessGroupGloo(store, rank, size, timeout=timeout)
+        device = (dist.ProcessGroupGloo.create_device(interface=pinned) if pinned is not None
+                  else _default_gloo_device())  # the default interface is absent here: this host's name, as torch
+        return dist.ProcessGroupGloo(store, rank, size, _gloo_options(timeout, device, threads))
 
     return create
+
+
+def _gloo_options(timeout: timedelta, device: object, threads: Optional[int]) -> object:
+    """ProcessGroupGloo options: `_Options` with underscored fields from torch 1.9 on, `Options` before."""
+    gloo = dist.ProcessGroupGloo
+    new = hasattr(gloo, "_Options")
+    options = gloo._Options() if new else gloo.Options()
+    prefix = "_" if new else ""
+    setattr(options, prefix + "timeout", timeout)
+    setattr(options, prefix + "devices", [device])
+    if threads is not None and hasattr(options, prefix + "threads"):
+        setattr(options, prefix + "threads", threads)
+    return options
+
+
+def _default_gloo_device() -> object:
+    gloo = dist.ProcessGroupGloo
+    if hasattr(gloo, "create_default_device"):
+        return gloo.create_default_device()
+    try:  # torch < 1.9: what its C++ default does, the host name if it resolves, else the loopback
+        socket.gethostbyname(socket.gethostname())
+        return gloo.create_device(hostname=socket.gethostname())
+    except OSError:
+        return gloo.create_device(hostname="127.0.0.1")
 
 
 def _nccl_factory(cfg: perseus_config.PerseusConfig, timeout: timedelta) -> BackendFactory:
@@ -189,6 +212,10 @@ class Group:
                 self._backends[device_type] = found
             return found
 
+    def release(self) -> None:
+        with self._lock:
+            self._backends.clear()
+
     def for_tensor(self, tensor: torch.Tensor) -> object:
         return self.backend(tensor.device.type)
 
@@ -212,7 +239,7 @@ class Group:
         return self.for_tensor(tensor).broadcast([tensor], opts)
 
     def allgather(self, outputs: List[torch.Tensor], tensor: torch.Tensor) -> object:
-        return self.for_tensor(tensor).allgather([outputs], [tensor], _c10d.AllgatherOptions())
+        return self.for_tensor(tensor).allgather([outputs], [tensor], AllgatherOptions())
 
     def barrier(self) -> None:
         flag = torch.zeros(1)
@@ -282,7 +309,7 @@ def eager_devices(factories: Dict[str, BackendFactory]) -> List[str]:
 
 _lock = threading.Lock()
 _store: Optional[dist.Store] = None
-_store_key: Optional[Tuple[str, int]] = None
+_store_key: Optional[Tuple[str, str, int]] = None
 _world: Optional[PerseusWorld] = None
 _world_owner: Optional[object] = None  # the default process group the world was built for
 _generation = 0
@@ -296,48 +323,126 @@ def master_address(env: launch.LaunchEnv) -> Optional[str]:
     return env.master_addr or os.environ.get("MASTER_ADDR") or None
 
 
+def torch_master_port(env: launch.LaunchEnv) -> Optional[int]:
+    if env.master_port is not None:
+        return env.master_port
+    raw = os.environ.get("MASTER_PORT", "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
 def check_ports(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv) -> None:
-    torch_port = env.master_port
-    if torch_port is None and os.environ.get("MASTER_PORT", "").strip().isdigit():
-        torch_port = int(os.environ["MASTER_PORT"])
-    if torch_port is not None and torch_port == cfg.master_port:
+    torch_port = torch_master_port(env)
+    if torch_port is not None and torch_port == cfg.master_port and cfg.is_set("PERSEUS_MASTER_PORT"):
         raise perseus_config.ConfigError(
             "PERSEUS_MASTER_PORT={} is the same port as MASTER_PORT={} (torch's rendezvous): perseus opens its own "
             "rendezvous on MASTER_ADDR and needs another port; set PERSEUS_MASTER_PORT to a free port other than "
-            "{}".format(cfg.master_port, torch_port, torch_port)
+            "{}, or unset it so that perseus joins torch's rendezvous".format(cfg.master_port, torch_port, torch_port)
         )
+
+
+@dataclass(frozen=True)
+class StorePlan:
+    """Where this process's perseus rendezvous lives: `serve` a TCPStore of its own on address:port, join
+    the TCPStore server of torch's default group there, or (`shared`) use torch's default store itself."""
+
+    how: str  # "serve", "join" or "shared"
+    address: Optional[str] = None
+    port: Optional[int] = None
+
+
+def default_store_address() -> Optional[Tuple[str, int]]:
+    """host:port of the TCPStore server behind torch's default process group, where this torch tells it."""
+    store = dist.distributed_c10d._get_default_store()
+    for _ in range(8):  # PrefixStore layers (default_pg/, torchrun's agent prefixes)
+        inner = getattr(store, "underlying_store", None)
+        if inner is None:
+            break
+        store = inner
+    if isinstance(store, dist.TCPStore) and hasattr(store, "host") and hasattr(store, "port"):
+        return str(store.host), int(store.port)
+    return None
+
+
+def plan_store(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv, initialised: bool) -> StorePlan:
+    """PERSEUS_MASTER_PORT set: perseus's own store there (the seed's meaning). Unset: no port of perseus's own
+    once torch.distributed is up (it joins torch's store server); before that (hvd.init with
+    PERSEUS_USE_DDP_LAUNCHER=0 builds the default group on perseus's store) MASTER_PORT, else the default."""
+    address = master_address(env)
+    if cfg.is_set("PERSEUS_MASTER_PORT") or not initialised:
+        if address is None:
+            if initialised:
+                perseus_config.warn_not_honoured(
+                    "PERSEUS_MASTER_PORT",
+                    "MASTER_ADDR is not set, so perseus has no address for its own rendezvous and shares the store "
+                    "of torch's default process group instead", cfg)
+                return StorePlan("shared")
+            raise PerseusWorldError(
+                "perseus needs MASTER_ADDR (the address of rank 0) for its rendezvous: start the job with torchrun / "
+                "torch.distributed.launch or perseusrun, or export MASTER_ADDR and MASTER_PORT")
+        check_ports(cfg, env)
+        port = cfg.master_port
+        if not cfg.is_set("PERSEUS_MASTER_PORT") and torch_master_port(env) is not None:
+            port = torch_master_port(env)  # torch does not use it: its default group is built on this store
+        return StorePlan("serve", address, port)
+    found = default_store_address()
+    if found is None and address is not None and torch_master_port(env) is not None:
+        found = (address, int(torch_master_port(env)))  # type: ignore[arg-type]
+    if found is None:
+        return StorePlan("shared")
+    return StorePlan("join", found[0], found[1])
+
+
+class LegacyTCPStore(Exception):
+    """This torch's TCPStore takes no timeout (torch < 1.5)."""
+
+
+def _tcp_store(address: str, port: int, size: int, serve: bool, timeout: timedelta,
+               legacy_ok: bool = True) -> dist.Store:
+    """A TCPStore server or client with the arguments this torch accepts (wait_for_workers arrived in 1.9,
+    the timeout in 1.5); LegacyTCPStore where only the oldest form exists and `legacy_ok` is False."""
+    try:
+        return dist.TCPStore(address, port, size, serve, timeout, wait_for_workers=False)
+    except TypeError:
+        pass
+    try:
+        return dist.TCPStore(address, port, size, serve, timeout)
+    except TypeError:
+        if not legacy_ok:
+            raise LegacyTCPStore() from None
+    return dist.TCPStore(address, port, size, serve)
 
 
 def rendezvous_store(rank: int, size: int, cfg: Optional[perseus_config.PerseusConfig] = None,
                      env: Optional[launch.LaunchEnv] = None) -> dist.Store:
-    """The perseus rendezvous of this process (one per process): a TCPStore on MASTER_ADDR:PERSEUS_MASTER_PORT."""
+    """The perseus rendezvous of this process (one per process and place; see plan_store)."""
     global _store, _store_key
     cfg = perseus_config.get() if cfg is None else cfg
     env = launch.detect() if env is None else env
     if size == 1:
         return dist.HashStore()
-    address = master_address(env)
-    if address is None:
-        if dist.is_available() and dist.is_initialized():
-            perseus_config.warn_not_honoured(
-                "PERSEUS_MASTER_PORT",
-                "MASTER_ADDR is not set, so perseus has no address for its own rendezvous and shares the store of "
-                "torch's default process group instead", cfg)
-            return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
-        raise PerseusWorldError(
-            "perseus needs MASTER_ADDR (the address of rank 0) for its rendezvous on PERSEUS_MASTER_PORT={}: "
-            "start the job with torchrun / torch.distributed.launch or perseusrun, or export MASTER_ADDR".format(
-                cfg.master_port))
-    check_ports(cfg, env)
-    key = (address, cfg.master_port)
-    if _store is not None and _store_key == key:
-        return _store
+    plan = plan_store(cfg, env, dist.is_available() and dist.is_initialized())
+    if plan.how == "shared":
+        return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
+    assert plan.address is not None and plan.port is not None
+    key = (plan.how, plan.address, plan.port)
+    if _store is not None and _store_key in (key, ("serve", plan.address, plan.port)):
+        return _store  # a store perseus serves already (hvd.init built torch's default group on it)
+    serve = plan.how == "serve" and rank == 0
     try:
-        _store = dist.TCPStore(address, cfg.master_port, size, rank == 0, _timeout(cfg), wait_for_workers=False)
+        # "join": a client connection of its own, never the default group's: rendezvous running
+        # concurrently on one connection can deadlock.
+        store = _tcp_store(plan.address, plan.port, size, serve, _timeout(cfg), legacy_ok=plan.how != "join")
+    except LegacyTCPStore:
+        # torch < 1.5: its store server crashed when a client joined after the rendezvous (seen on 1.2); perseus
+        # builds its groups in one thread, so sharing the default group's connection is safe there
+        return dist.PrefixStore("perseus", dist.distributed_c10d._get_default_store())
     except (RuntimeError, OSError) as error:
-        raise PerseusWorldError(
-            "perseus cannot open its rendezvous on {}:{} (PERSEUS_MASTER_PORT): {}; choose a free port with "
-            "PERSEUS_MASTER_PORT".format(address, cfg.master_port, error)) from None
+        what = ("join torch's rendezvous on {}:{} (MASTER_ADDR:MASTER_PORT)" if plan.how == "join"
+                else "open its rendezvous on {}:{}").format(plan.address, plan.port)
+        fix = ("set PERSEUS_MASTER_PORT to a free port to give perseus a rendezvous of its own" if plan.how == "join"
+               else "choose a free port with PERSEUS_MASTER_PORT")
+        raise PerseusWorldError("perseus cannot {}: {}; {}".format(what, error, fix)) from None
+    _store = dist.PrefixStore("perseus", store) if plan.how == "join" else store
     _store_key = key
     return _store
 
@@ -403,6 +508,7 @@ def world(cfg: Optional[perseus_config.PerseusConfig] = None) -> PerseusWorld:
         _world = PerseusWorld(topology, store, _factories(cfg), cfg.streams, _generation, two_levels,
                               _factories(cfg, ordered=True))
         _world_owner = owner
+        _exit.register()
         return _world
 
 
@@ -419,3 +525,17 @@ def forget() -> None:
     with _lock:
         _world = None
         _world_owner = None
+
+
+def release() -> None:
+    """Tear down what perseus created (its backends, its store connection) while the interpreter still runs:
+    left to interpreter teardown, a Gloo group can be destroyed with its threads still joinable (abort)."""
+    global _world, _world_owner, _store, _store_key
+    with _lock:
+        if _world is not None:
+            for group in _world.groups():
+                group.release()
+        _world = None
+        _world_owner = None
+        _store = None
+        _store_key = None

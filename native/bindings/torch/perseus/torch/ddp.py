@@ -22,7 +22,6 @@ this model's parameters, so an unchanged training loop updates once per n passes
 the n passes' gradients, averaged over ranks.
 """
 
-import dataclasses
 import importlib
 import inspect
 import threading
@@ -35,7 +34,8 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from perseus import config as perseus_config
-from perseus.torch import _engine, _world
+from perseus.torch import _engine, _grad_bucket, _world
+from perseus.torch._world import PerseusWorldError
 from perseus.torch.perf_check import PerfCheck
 
 
@@ -52,7 +52,8 @@ class DDPState:
     def __init__(self, ddp: DistributedDataParallel, params: List[Tuple[str, torch.nn.Parameter]],
                  cfg: perseus_config.PerseusConfig) -> None:
         if cfg.accumulate_n_steps > 1 and not _OPTIMIZER_HOOKS:
-            cfg = dataclasses.replace(cfg, accumulate_n_steps=1)  # warned in _install_optimizer_hooks
+            raise perseus_config.ConfigError(ACCUMULATE_NEEDS_HOOKS.format(n=cfg.accumulate_n_steps,
+                                                                           version=torch.__version__))
         world = _world.world(cfg)
         topology = world.topology
         self.cfg = cfg
@@ -62,6 +63,7 @@ class DDPState:
         policy = _engine.wire_policy(cfg, topology.num_nodes, topology.local_size)
         self.engine = _engine.Engine(entries, world, cfg, policy, label="DistributedDataParallel")
         self.index_of: Dict[int, int] = {id(p): i for i, (_, p) in enumerate(params)}
+        self.params = [p for _, p in params]
         self.param_ids = frozenset(self.index_of)
         self.registered = False
         self.displaced = False
@@ -70,6 +72,17 @@ class DDPState:
         self.perf = PerfCheck(cfg, world, "DistributedDataParallel")
         _live_states.add(self)
         _world.report_unhonoured(cfg)
+
+    def indices_of(self, bucket: _grad_bucket.Bucket) -> List[int]:
+        if bucket.parameters is not None:
+            return [self.index_of[id(p)] for p in bucket.parameters]
+        found = _grad_bucket.find_parameters(bucket.gradients, self.params)
+        if found is None:
+            raise PerseusWorldError(
+                "perseus cannot tell which parameters DDP bucket {} holds: on torch {} a bucket names them only "
+                "through gradients that are views into it; do not pass gradient_as_bucket_view=False to "
+                "DistributedDataParallel (or use torch >= 1.10)".format(bucket.index, torch.__version__))
+        return found
 
     def begin_pass(self) -> None:
         step = self.engine.begin_step()
@@ -81,32 +94,34 @@ _live_states: "weakref.WeakSet[DDPState]" = weakref.WeakSet()
 
 
 def perseus_hook(state, bucket):  # type: ignore[no-untyped-def]
-    """The DDP communication hook (DDPState, dist.GradBucket) -> torch.futures.Future[torch.Tensor]:
-    hand the bucket's gradients to the engine; the future completes when they are reduced.
+    """The DDP communication hook (DDPState, dist.GradBucket) -> torch.futures.Future of the bucket
+    (a list holding it before torch 1.10): hand the bucket's gradients to the engine; the future completes
+    when they are reduced.
 
     Unannotated on purpose: DDP compares annotations with its own types, which differ across torch versions."""
     engine = state.engine
-    if bucket.index() == 0:
+    found = _grad_bucket.read(bucket)
+    if found.index == 0:
         state.begin_pass()
-    buffer = bucket.buffer()
-    indices = [state.index_of[id(p)] for p in bucket.parameters()]
+    buffer = found.buffer
+    indices = state.indices_of(found)
     outcome = torch.futures.Future(devices=[buffer.device]) if buffer.is_cuda else torch.futures.Future()
     errors: List[BaseException] = []
 
     def done(error: Optional[BaseException]) -> None:
         if error is not None:
             errors.append(error)
-        outcome.set_result(buffer)
+        outcome.set_result(found.result())
 
-    def result(_: Any) -> torch.Tensor:
+    def result(_: Any) -> Any:
         if errors:  # raised inside then(): DDP's backward re-raises it with this message
             raise errors[0]
-        return buffer
+        return found.result()
 
     engine.on_groups_done(engine.groups_of(indices), done)
-    if bucket.is_last() and state.perf.enabled:
+    if found.is_last and state.perf.enabled:
         state.perf.local(engine.local_seconds())
-    for i, gradient in zip(indices, bucket.gradients()):
+    for i, gradient in zip(indices, found.gradients):
         engine.ready(i, gradient)
     return outcome.then(result)
 
@@ -234,17 +249,18 @@ def _optimizer_post_hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: An
         p.grad = grad
 
 
+ACCUMULATE_NEEDS_HOOKS = (
+    "PERSEUS_ACCUMULATE_N_STEPS={n} cannot work under DistributedDataParallel on torch {version}: perseus skips the "
+    "optimizer step after each local pass through torch's global optimizer step hooks, which arrived in torch 2.0. "
+    "Unset PERSEUS_ACCUMULATE_N_STEPS and accumulate with DDP's no_sync(), use hvd.DistributedOptimizer "
+    "(which applies the variable on every torch), or upgrade torch to 2.0 or newer")
+
+
 def _install_optimizer_hooks() -> None:
     optimizer_module = importlib.import_module("torch.optim.optimizer")
     register_pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
     register_post = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
     if register_pre is None or register_post is None:
-        if perseus_config.get().accumulate_n_steps > 1:
-            perseus_config.warn_not_honoured(
-                "PERSEUS_ACCUMULATE_N_STEPS",
-                "this torch ({}) has no global optimizer step hooks (torch >= 2.0), so perseus cannot skip the "
-                "optimizer step after a local pass; use hvd.DistributedOptimizer, which applies the variable".format(
-                    torch.__version__))
-        return
+        return  # DDPState refuses PERSEUS_ACCUMULATE_N_STEPS > 1 (ACCUMULATE_NEEDS_HOOKS)
     _OPTIMIZER_HOOKS.append(register_pre(_optimizer_pre_hook))
     _OPTIMIZER_HOOKS.append(register_post(_optimizer_post_hook))

@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import torch
 
+from perseus.torch import _bytes
 from perseus.torch.horovod import basics
 from perseus.torch.horovod import collectives as C
 
@@ -84,10 +85,9 @@ def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None) -
     payload = pickle.dumps(obj) if world.rank == root_rank else b""
     length = torch.tensor([len(payload)], dtype=torch.int64)
     world.control.broadcast(length, root_rank).wait()
-    buffer = (torch.frombuffer(bytearray(payload), dtype=torch.uint8) if world.rank == root_rank
-              else torch.empty(int(length.item()), dtype=torch.uint8))
+    buffer = _bytes.to_tensor(payload) if world.rank == root_rank else torch.empty(int(length.item()), dtype=torch.uint8)
     world.control.broadcast(buffer, root_rank).wait()
-    return obj if world.rank == root_rank else pickle.loads(buffer.numpy().tobytes())
+    return obj if world.rank == root_rank else pickle.loads(_bytes.to_bytes(buffer))
 
 
 def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
@@ -104,10 +104,10 @@ def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
     longest = max(int(n.item()) for n in lengths)
     mine = torch.zeros(longest, dtype=torch.uint8)
     if payload:
-        mine[: len(payload)] = torch.frombuffer(bytearray(payload), dtype=torch.uint8)
+        mine[: len(payload)] = _bytes.to_tensor(payload)
     gathered = [torch.empty(longest, dtype=torch.uint8) for _ in range(world.size)]
     world.control.allgather(gathered, mine).wait()
-    return [pickle.loads(g[: int(n.item())].numpy().tobytes()) for g, n in zip(gathered, lengths)]
+    return [pickle.loads(_bytes.to_bytes(g[: int(n.item())])) for g, n in zip(gathered, lengths)]
 
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int) -> None:

@@ -1,0 +1,81 @@
+"""Exit soak: how often a 2-rank job whose ranks finished their work still exits other than 0.
+
+Runs each variant N times under perseusrun (one job at a time, the variants taking turns, so that a run
+stopped early has even counts) and prints, per variant, the number of non-zero exits and the exit codes
+seen, after every round and at the end; the plain-torch variants (no `import perseus`) are printed beside
+the perseus ones. Not a test: it takes minutes.
+
+    .venv/bin/python bench/exit_soak.py [--runs 100] [--variants ddp-perseus-destroy,...] [--json]
+"""
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+WORKER = str(Path(__file__).resolve().with_name("exit_worker.py"))
+SOURCES = [REPO_ROOT / "native" / "runtime", REPO_ROOT / "native" / "bindings" / "torch"]
+VARIANTS: Dict[str, List[str]] = {
+    "ddp-perseus-destroy": ["ddp", "--perseus", "--destroy"],
+    "ddp-perseus-no-destroy": ["ddp", "--perseus"],
+    "hvd-no-shutdown": ["hvd"],
+    "ddp-plain-destroy": ["ddp", "--destroy"],
+    "ddp-plain-no-destroy": ["ddp"],
+}
+
+
+def run_once(argv: List[str], timeout: float) -> int:
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in SOURCES), OMP_NUM_THREADS="1")
+    perseusrun = [sys.executable, "-m", "perseus.run", "-np", "2", sys.executable, WORKER] + argv
+    try:
+        done = subprocess.run(perseusrun, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              universal_newlines=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1  # reported as a hang
+    if done.returncode != 0:
+        sys.stderr.write("--- exit {} ---\n{}\n".format(done.returncode, done.stdout[-2000:]))
+    return done.returncode
+
+
+def _failed(codes: "collections.Counter[int]") -> int:
+    return sum(n for code, n in codes.items() if code != 0)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
+    unknown = [v for v in chosen if v not in VARIANTS]
+    if unknown:
+        parser.error("unknown variant(s) {}; choose from {}".format(", ".join(unknown), ", ".join(VARIANTS)))
+    codes: Dict[str, "collections.Counter[int]"] = {v: collections.Counter() for v in chosen}
+    seconds: Dict[str, float] = {v: 0.0 for v in chosen}
+    for round_number in range(1, args.runs + 1):
+        for variant in chosen:
+            started = time.monotonic()
+            codes[variant][run_once(VARIANTS[variant], args.timeout)] += 1
+            seconds[variant] += time.monotonic() - started
+        print("after round {}: {}".format(round_number, "; ".join(
+            "{} {}/{} non-zero".format(v, _failed(codes[v]), round_number) for v in chosen)), flush=True)
+    results = {v: {"runs": args.runs, "nonzero": _failed(codes[v]), "codes": dict(codes[v]),
+                   "seconds": round(seconds[v], 1)} for v in chosen}
+    for variant, found in results.items():
+        print("{:24s} {:4d} runs  {:3d} non-zero  codes {}  ({:.0f} s)".format(
+            variant, found["runs"], found["nonzero"], found["codes"], found["seconds"]), flush=True)
+    if args.json:
+        print(json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

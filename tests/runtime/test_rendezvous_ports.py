@@ -1,0 +1,66 @@
+"""Where perseus rendezvous: its own store only on a PERSEUS_MASTER_PORT the user set; otherwise torch's store
+server, joined through a connection of its own, so a job listens on MASTER_PORT alone and jobs side by side
+never collide. Ports are free ones (bound to port 0), never fixed."""
+
+import threading
+
+from perseus import config
+from perseus_harness import free_port, launch
+
+DEFAULT_PERSEUS_PORT = config.PerseusConfig().master_port  # the seed's 6666, never opened unless asked for
+
+
+def _outputs(results):
+    return [r.output for r in results]
+
+
+def test_ddp_without_perseus_master_port_listens_on_master_port_alone():
+    master = free_port()
+    ranks = _outputs(launch("rendezvous_ports.py", 2, ["ddp"],
+                            env={"PERSEUS_MASTER_PORT": None, "MASTER_PORT": str(master)}))
+    # rank 0 serves torch's store; the other listeners are Gloo's pairs on ports the kernel picked
+    assert master in ranks[0]["listening"]
+    assert all(DEFAULT_PERSEUS_PORT not in rank["listening"] for rank in ranks)
+    for rank in ranks:
+        assert rank["store"] == ["join", "127.0.0.1", master] and not rank["store_is_default"]
+    assert ranks[0]["weight_sum"] == ranks[1]["weight_sum"]
+
+
+def test_a_perseus_master_port_the_user_set_keeps_its_own_store():
+    master, own = free_port(), free_port()
+    while own == master:
+        own = free_port()
+    ranks = _outputs(launch("rendezvous_ports.py", 2, ["ddp"],
+                            env={"PERSEUS_MASTER_PORT": str(own), "MASTER_PORT": str(master)}))
+    assert {master, own} <= set(ranks[0]["listening"])
+    assert ranks[1]["store"] == ["serve", "127.0.0.1", own]
+
+
+def test_hvd_own_rendezvous_without_perseus_master_port_serves_on_master_port():
+    # PERSEUS_USE_DDP_LAUNCHER=0 (mpirun style): torch's default group is built on perseus's store, so that store
+    # takes MASTER_PORT instead of a second port
+    master = free_port()
+    ranks = _outputs(launch("rendezvous_ports.py", 2, ["hvd"], env={
+        "PERSEUS_MASTER_PORT": None, "MASTER_PORT": str(master), "PERSEUS_USE_DDP_LAUNCHER": "0"}))
+    assert master in ranks[0]["listening"] and all(DEFAULT_PERSEUS_PORT not in r["listening"] for r in ranks)
+    assert all(rank["store"] == ["serve", "127.0.0.1", master] for rank in ranks)
+    assert all(rank["sum"] == 3.0 for rank in ranks)
+
+
+def test_two_ddp_jobs_side_by_side_both_succeed():
+    outcomes = {}
+
+    def job(name):
+        try:
+            outcomes[name] = _outputs(launch("rendezvous_ports.py", 2, ["ddp"], env={"PERSEUS_MASTER_PORT": None}))
+        except AssertionError as error:
+            outcomes[name] = error
+
+    threads = [threading.Thread(target=job, args=(name,)) for name in ("a", "b")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for name, outcome in outcomes.items():
+        assert isinstance(outcome, list), "job {} failed: {}".format(name, outcome)
+    assert len(outcomes) == 2
