@@ -15,12 +15,14 @@ import pytest
 from engine_helpers import WORKER, base_env, free_ports
 
 MPI_REPORT = re.compile(r"\[1,(\d+)\]<stdout>:REPORT ")
+PLAIN_REPORT = re.compile(r"REPORT ")
 
 
-def mpi_reports(stdout):
-    """REPORT lines from Open MPI's --tag-output, which can glue two ranks' tagged lines into one line."""
+def mpi_reports(stdout, marker=MPI_REPORT):
+    """REPORT lines of the ranks: MPI launchers relay the ranks' output through one pipe and can glue two
+    ranks' lines into one (Open MPI's --tag-output, MPICH's Hydra), so reports are found anywhere in it."""
     found = []
-    for m in MPI_REPORT.finditer(stdout):
+    for m in marker.finditer(stdout):
         found.append(json.JSONDecoder().raw_decode(stdout[m.end():])[0])
     return sorted(found, key=lambda r: r["rank"])
 
@@ -70,8 +72,7 @@ def test_plain_mpich_mpirun(engine_library, np):
     proc = subprocess.run(["mpirun.mpich", "-np", str(np), sys.executable, str(WORKER), "allreduce"], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    found = sorted((json.JSONDecoder().raw_decode(l[len("REPORT "):])[0] for l in proc.stdout.splitlines()
-                    if l.startswith("REPORT ")), key=lambda r: r["rank"])
+    found = mpi_reports(proc.stdout, PLAIN_REPORT)
     assert [r["rank"] for r in found] == list(range(np))
     want = sum(float(q + 1) * 10 for q in range(np)) / (10 * np)  # fp16 on the wire: the 0.0001 is gone
     for r in found:

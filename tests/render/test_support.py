@@ -98,7 +98,8 @@ def test_frameworks_without_a_binding_are_never_built(monkeypatch):
         for entry in entries:
             if entry["framework"] == "mxnet":
                 assert entry["status"] != "built" and entry["ci_job"] is None
-                assert entry["reason"] == "not supported yet: no mxnet binding"
+                if record is None:  # with a record, a deferred cell keeps the record's reason
+                    assert entry["reason"] == "not supported yet: no mxnet binding"
 
 
 def test_built_needs_a_wheel_in_the_record():
