@@ -16,7 +16,7 @@ import pytest
 
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
 PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
-LINE = re.compile(r"^\[(?:\d+,)?(\d+)\]<stdout>:REPORT (.*)$")  # perseusrun's [R] or Open MPI's [J,R]
+TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")  # perseusrun's [R] or Open MPI's [J,R]
 
 
 def free_ports(n: int) -> List[int]:
@@ -42,8 +42,8 @@ def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False) -> L
     proc = subprocess.run([PERSEUSRUN] + (["--mpi"] if mpi else []) + ["-np", "2", "--", sys.executable, str(WORKER), case], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    # raw_decode: Open MPI's --tag-output can glue an empty tagged line onto the end of a report
-    found = [json.JSONDecoder().raw_decode(m.group(2))[0] for m in map(LINE.match, proc.stdout.splitlines()) if m]
+    # anywhere in the output, with raw_decode: Open MPI's --tag-output can glue the ranks' lines together
+    found = [json.JSONDecoder().raw_decode(proc.stdout[m.end():])[0] for m in TAG.finditer(proc.stdout)]
     assert len(found) == 2, proc.stdout[-3000:]
     return sorted(found, key=lambda r: r["rank"])
 
