@@ -13,6 +13,8 @@ PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
 PYTHON = sys.executable
 BASE_ENV = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
 LINE = re.compile(r"^\[(\d+(?:,\d+)?)\]<(stdout|stderr)>:(.*)$")
+# a report anywhere in the output: mpirun's --tag-output can glue two ranks' lines into one
+REPORT = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")
 
 
 def perseusrun(args: List[str], env: Optional[Dict[str, str]] = None, timeout: float = 300,
@@ -34,10 +36,8 @@ def rank_lines(stdout: str) -> Dict[str, List[str]]:
 
 def reports(stdout: str) -> List[dict]:
     found = []
-    for rank, lines in rank_lines(stdout).items():
-        for line in lines:
-            if line.startswith("REPORT "):
-                found.append(dict(json.loads(line[len("REPORT "):]), printed_as=rank))
+    for match in REPORT.finditer(stdout):
+        found.append(dict(json.JSONDecoder().raw_decode(stdout[match.end():])[0], printed_as=match.group(1)))
     return sorted(found, key=lambda r: r["rank"])
 
 
