@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiacc_build import naming
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.envs import Venv, create_venv, install
-from aiacc_build.build.toolchain import find_interpreter
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.envs import Venv, create_venv, install
+from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.model import Cell, ReleaseInfo
 from aiacc_build.render.install_script import EXIT_CODES, render_install_script
 

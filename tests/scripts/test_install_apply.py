@@ -1,4 +1,4 @@
-"""install_AIACC-Training.sh end to end, for real: the local cell built and indexed (tests/build), its
+"""install_AIACC-Training.sh end to end, for real: the local cell built and indexed (tests/wheels), its
 mirror served on 127.0.0.1 (HTTP, HTTPS with a private CA) or read from a folder, fresh venvs holding
 the real torch 2.13.0+cpu. Every failure must leave `pip freeze` and the hash of every file of the
 environment exactly as before."""

@@ -1,7 +1,7 @@
 """The install script and its mirror: the served copy defaults to where it is served from, `--dry-run`
 reads the mirror's manifest (exit 9 when the mirror is down, 11 when the chosen wheel is not in it;
 `--offline` alone skips it), suggestions name only what the mirror publishes, and no message names the
-build tool. Real HTTP on 127.0.0.1, free ports only; the local cell built for real (tests/build)."""
+build tool. Real HTTP on 127.0.0.1, free ports only; the local cell built for real (tests/wheels)."""
 
 from __future__ import annotations
 

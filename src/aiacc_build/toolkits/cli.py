@@ -10,8 +10,8 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
 
-from .plan import human_size
-from .toolkits import (
+from ..wheels.plan import human_size
+from . import (
     DEFAULT_KEYRING,
     DEFAULT_MIRROR,
     TOOLKITS,

@@ -30,7 +30,7 @@ from ..adapters import adapter_for
 from ..adapters.base import FactsError, FrameworkFacts
 from ..model import Cell, Framework
 from .frameworks import REGISTRY_TIMEOUT_S, FrameworkArtifact
-from .hashing import inputs_key
+from ..hashing import inputs_key
 
 __all__ = ["FactsError", "FrameworkFacts", "facts_of_installed", "facts_problem", "read_facts"]
 

@@ -24,7 +24,7 @@ from .cache import BuildCache
 from .common import CommonWheel
 from .envs import create_venv, framework_requirements, install, uv_version
 from .frameworks import FrameworkArtifact
-from .hashing import inputs_key
+from ..hashing import inputs_key
 from .toolchain import Interpreter
 from ..errors import BuildError
 

@@ -25,7 +25,7 @@ from ..naming import builder_image_tag
 from ..paths import NATIVE_DIR
 from .framework_facts import FrameworkFacts, facts_problem, read_facts
 from .frameworks import FrameworkArtifact, RegistryClient, pinned, resolve_framework
-from .toolkits import TOOLKITS
+from ..toolkits import TOOLKITS
 from .toolchain import CudaCompiler, Interpreter, find_cuda_compiler, find_interpreter, machine_arch
 
 

@@ -1,6 +1,6 @@
-"""Provisioned CUDA toolkits (build/toolkits.py): the archive's indexes, the checks, the extraction.
+"""Provisioned CUDA toolkits (src/aiacc_build/toolkits/): the archive's indexes, the checks, the extraction.
 
-CI-cheap: recorded real index data (tests/build/data/debian-trixie/), .deb files built here with the
+CI-cheap: recorded real index data (tests/toolkits/data/debian-trixie/), .deb files built here with the
 real dpkg-deb, a local HTTP server. The real 1 GB fetch, the toolkit's nvcc and CMake's view of it are
 opt-in (AIACC_OPTIN=1): they reuse the toolkit in the build cache when it is there and intact.
 """
@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from aiacc_build.build import toolkits
-from aiacc_build.build.toolkits import (
+from aiacc_build import toolkits
+from aiacc_build.toolkits import (
     CUDA_12_4,
     DEFAULT_KEYRING,
     Archive,
@@ -311,7 +311,7 @@ def test_host_compiler_newer_than_nvcc_accepts_is_named():
 
 @optin
 def test_real_toolkit_fetch_compiles_and_is_found_by_cmake_and_the_toolchain(tmp_path):
-    from aiacc_build.build.toolchain import cuda_compilers, detect_toolchain
+    from aiacc_build.wheels.toolchain import cuda_compilers, detect_toolchain
 
     result = toolkits.fetch_toolkit("12.4")  # a no-op re-check when the cache holds it intact
     prefix = result.toolkit.prefix

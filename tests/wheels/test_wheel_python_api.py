@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aiacc_build.build.wheelinfo import python_api_imports
+from aiacc_build.wheels.wheelinfo import python_api_imports
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
 

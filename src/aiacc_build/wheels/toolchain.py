@@ -1,7 +1,7 @@
 """What this machine can build with: Python interpreters, C++ compiler, CMake, CUDA compilers.
 
 CUDA compilers are real toolkits only: /usr/local/cuda-X.Y, and toolkits provisioned from Debian into
-the build cache by `aiacc-build toolkit fetch` (toolkits.py), which are driven with the build's own C++
+the build cache by `aiacc-build toolkit fetch` (src/aiacc_build/toolkits/), which are driven with the build's own C++
 compiler as nvcc's host compiler. Each probe runs once per process. The identities found here enter cache keys, so a compiler upgrade
 rebuilds everything it compiled and nothing else.
 """
@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .toolkits import TOOLKITS, host_compiler_problem, installed_toolkits, nvcc_release
+from ..toolkits import TOOLKITS, host_compiler_problem, installed_toolkits, nvcc_release
 from ..errors import HostServiceError
 
 PYENV_ROOT = Path(os.environ.get("PYENV_ROOT", "/root/.pyenv"))

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from aiacc_build.build.select import select
+from aiacc_build.wheels.select import select
 from aiacc_build.cli import main
 from aiacc_build.errors import ConfigurationError, UnsupportedCellError
 from aiacc_build.matrix import load_release

@@ -1,6 +1,6 @@
 """Opt-in (AIACC_OPTIN=1, not CI): bench/optin_builds.py's real builds, downloads GBs on a first run.
 
-    AIACC_OPTIN=1 .venv/bin/python -m pytest tests/build/test_optin_builds.py -s     # ~5 min when downloaded
+    AIACC_OPTIN=1 .venv/bin/python -m pytest tests/wheels/test_optin_builds.py -s     # ~5 min when downloaded
 
 The cells: four torch releases x five Pythons, CPU, CUDA 13.0 and the pre-cxx11 torch 2.6.0 with the
 real nvcc 12.4 (`aiacc-build toolkit fetch 12.4` first: ~1 GB from Debian, a no-op when present),
@@ -36,7 +36,7 @@ def run(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def fetch_cuda_124() -> None:
-    from aiacc_build.build.toolkits import fetch_toolkit
+    from aiacc_build.toolkits import fetch_toolkit
 
     fetch_toolkit("12.4")
 

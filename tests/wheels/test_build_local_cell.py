@@ -11,8 +11,8 @@ from pathlib import Path
 from local_build import LOCAL_KEY, LocalBuild, build_local
 
 from aiacc_build import naming
-from aiacc_build.build.hashing import file_sha256
-from aiacc_build.build.wheelinfo import read_wheel
+from aiacc_build.hashing import file_sha256
+from aiacc_build.wheels.wheelinfo import read_wheel
 
 
 def _result(local_build: LocalBuild):

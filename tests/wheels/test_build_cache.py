@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from aiacc_build.build.cache import ENTRY_FILE, BuildCache
-from aiacc_build.build.hashing import inputs_key, source_files, tree_digest
+from aiacc_build.wheels.cache import ENTRY_FILE, BuildCache
+from aiacc_build.hashing import inputs_key, source_files, tree_digest
 
 
 def _tree(root: Path) -> Path:

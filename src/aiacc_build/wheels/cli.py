@@ -1,4 +1,4 @@
-"""`aiacc-build build` (and, registered from here, `index` and `serve`)."""
+"""`aiacc-build build`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from rich.console import Console
 
 from .. import hints
 from ..errors import BuildError
-from ..index.cli import default_release, index_cmd, serve_cmd
-from ..matrix import load_release
+from ..matrix import default_release, load_release
 from ..naming import wheel_path
 from ..paths import DIST_DIR
 from .cache import DEFAULT_CACHE_DIR, BuildCache
@@ -188,8 +187,6 @@ def build_cmd(
 
 def register(cli: click.Group) -> None:
     cli.add_command(build_cmd)
-    cli.add_command(index_cmd)
-    cli.add_command(serve_cmd)
 
 
 __all__ = ["register", "plan_summary"]

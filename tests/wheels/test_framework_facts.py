@@ -9,16 +9,16 @@ from wheels_testkit import LOCAL_TORCH_FILE, torch_cell, torch_wheel
 
 from aiacc_build.adapters.base import interface_digest
 from aiacc_build.adapters.torch import TORCH_INTERFACE_PREFIXES, parse_torch_facts
-from aiacc_build.build.framework_facts import (
+from aiacc_build.wheels.framework_facts import (
     FactsError,
     FrameworkFacts,
     facts_of_installed,
     facts_problem,
     read_facts,
 )
-from aiacc_build.build.frameworks import FrameworkArtifact, RegistryClient
-from aiacc_build.build.plan import CellStatus, plan_cell
-from aiacc_build.build.toolchain import find_interpreter
+from aiacc_build.wheels.frameworks import FrameworkArtifact, RegistryClient
+from aiacc_build.wheels.plan import CellStatus, plan_cell
+from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.model import Framework
 
 # The exact texts of torch 1.8.0's (CUDA 10.2, pre-cxx11) and 2.13.0+cpu's files.

@@ -9,10 +9,10 @@ import pytest
 from packaging.version import Version
 from wheels_testkit import LOCAL_CELL, LOCAL_TORCH_FILE, RELEASE, torch_cell, torch_wheel
 
-from aiacc_build.build.frameworks import RegistryClient, find_local, pinned, wheel_fits
-from aiacc_build.build.plan import CellStatus, missing_nvcc_reason, plan_cell, plan_cells
-from aiacc_build.build.toolchain import cuda_compilers, find_cuda_compiler, find_interpreter
-from aiacc_build.build.toolkits import installed, toolkits_dir
+from aiacc_build.wheels.frameworks import RegistryClient, find_local, pinned, wheel_fits
+from aiacc_build.wheels.plan import CellStatus, missing_nvcc_reason, plan_cell, plan_cells
+from aiacc_build.wheels.toolchain import cuda_compilers, find_cuda_compiler, find_interpreter
+from aiacc_build.toolkits import installed, toolkits_dir
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild
 
 needs_local_torch = pytest.mark.skipif(not Path(LOCAL_TORCH_FILE).is_file(), reason="torch 2.13.0+cpu not on this disk")

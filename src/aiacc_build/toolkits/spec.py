@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import ConfigurationError, HostServiceError, RegistryError
-from ..cache import DEFAULT_CACHE_DIR
+from ..errors import ConfigurationError, HostServiceError, RegistryError
+from ..paths import DEFAULT_CACHE_DIR
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"  # plain HTTP, as apt uses it: the signature and hashes protect it
 DEFAULT_KEYRING = Path("/usr/share/keyrings/debian-archive-keyring.gpg")

@@ -32,7 +32,7 @@ from .cache import BuildCache, CacheEntry
 from .common import CommonWheel, build_common
 from .core import CoreBuild, build_core, core_key_inputs
 from .framework_facts import FrameworkFacts, facts_of_installed, facts_problem
-from .hashing import file_sha256, tree_digest
+from ..hashing import file_sha256, tree_digest
 from .plan import BuildPlan, CellPlan, binding_dir
 from .record import BuildRecord, CellRecord, CommonRecord, load_record, mirror_root, save_record
 from ..adapters import excluded_libraries

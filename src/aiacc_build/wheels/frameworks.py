@@ -285,7 +285,7 @@ class RegistryClient:
         return out
 
     def _cache_file(self, url: str) -> Path:
-        from .hashing import inputs_key
+        from ..hashing import inputs_key
 
         return self.cache_dir / f"{inputs_key('registry', {'url': url})}.json"
 

@@ -20,7 +20,7 @@ from ..naming import common_wheel_filename
 from ..paths import NATIVE_DIR
 from .cache import BuildCache
 from .envs import run_uv, uv_version
-from .hashing import IGNORED_DIRS, file_sha256, tree_digest
+from ..hashing import IGNORED_DIRS, file_sha256, tree_digest
 from .wheelinfo import read_wheel
 from ..errors import BuildError
 

@@ -21,10 +21,9 @@ from typing import Any
 
 from filelock import FileLock
 
-from ..paths import REPO_ROOT
-from .hashing import inputs_key
+from ..paths import DEFAULT_CACHE_DIR
+from ..hashing import inputs_key
 
-DEFAULT_CACHE_DIR = REPO_ROOT / ".cache" / "aiacc-build"
 ENTRY_FILE = "entry.json"
 
 

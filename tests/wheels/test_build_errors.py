@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from aiacc_build.build.binding import BindingBuildError
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.core import CoreBuildError
-from aiacc_build.build.driver import Builder, BuildOptions, FrameworkMismatchError
-from aiacc_build.build.envs import EnvError
-from aiacc_build.build.repair import RepairError
-from aiacc_build.build.smoke import SmokeTestError
-from aiacc_build.build.toolchain import ToolMissingError
+from aiacc_build.wheels.binding import BindingBuildError
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.core import CoreBuildError
+from aiacc_build.wheels.driver import Builder, BuildOptions, FrameworkMismatchError
+from aiacc_build.wheels.envs import EnvError
+from aiacc_build.wheels.repair import RepairError
+from aiacc_build.wheels.smoke import SmokeTestError
+from aiacc_build.wheels.toolchain import ToolMissingError
 from aiacc_build.errors import BuildError, HostServiceError
 
 

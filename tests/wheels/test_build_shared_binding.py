@@ -7,11 +7,11 @@ import zipfile
 
 import pytest
 
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.driver import Builder, BuildOptions
-from aiacc_build.build.plan import BuildPlan
-from aiacc_build.build.toolchain import find_interpreter
-from aiacc_build.build.wheelinfo import read_wheel
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.driver import Builder, BuildOptions
+from aiacc_build.wheels.plan import BuildPlan
+from aiacc_build.wheels.toolchain import find_interpreter
+from aiacc_build.wheels.wheelinfo import read_wheel
 
 OTHER_PYTHON_KEY = "2.0.0/torch-2.13.0/cpu/py3.12/x86_64"
 
@@ -53,14 +53,14 @@ def test_without_the_interface_each_python_builds_its_own(local_build, tmp_path)
 
 
 def _spec(builder):
-    from aiacc_build.build.binding import read_binding_spec
-    from aiacc_build.build.plan import binding_dir
+    from aiacc_build.wheels.binding import read_binding_spec
+    from aiacc_build.wheels.plan import binding_dir
     from aiacc_build.model import Framework
 
     return read_binding_spec(binding_dir(Framework("torch"), builder.native_dir))
 
 
 def _toolchain():
-    from aiacc_build.build.toolchain import detect_toolchain
+    from aiacc_build.wheels.toolchain import detect_toolchain
 
     return detect_toolchain(None)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.core import RECIPE
-from aiacc_build.build.driver import Builder
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.core import RECIPE
+from aiacc_build.wheels.driver import Builder
 from aiacc_build.paths import NATIVE_DIR
 
 NONCE = uuid.uuid4().hex  # every run touches differently: an earlier run's entries can never answer

@@ -16,10 +16,10 @@ from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 from wheels_testkit import torch_cell
 
-from aiacc_build.build.binding import BindingEnvs, BindingSpec, build_environment
-from aiacc_build.build.envs import Venv
-from aiacc_build.build.repair import retag
-from aiacc_build.build.toolchain import BACKEND_MIN_PYTHON, Interpreter, backend_interpreter, find_interpreter
+from aiacc_build.wheels.binding import BindingEnvs, BindingSpec, build_environment
+from aiacc_build.wheels.envs import Venv
+from aiacc_build.wheels.repair import retag
+from aiacc_build.wheels.toolchain import BACKEND_MIN_PYTHON, Interpreter, backend_interpreter, find_interpreter
 
 
 def test_backend_runs_in_the_cells_interpreter_where_it_can():
