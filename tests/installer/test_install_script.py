@@ -12,11 +12,11 @@ import pytest
 
 from aiacc_build import naming
 from aiacc_build.model import Arch, Framework
-from aiacc_build.render.install_script import EXIT_CODES, render_install_script, table_line
+from aiacc_build.render.install_script import render_install_script, table_line
+from aiacc_installer.exits import CODE, EXIT_CODES
 
-from .sample_releases import MODERN, modern_cells, seed_cells
+from render.sample_releases import MODERN, modern_cells, seed_cells
 
-CODE = {name: code for name, (code, _) in EXIT_CODES.items()}
 
 
 def pyenv_python(minor: str) -> str:
@@ -112,15 +112,14 @@ def test_decision_snippet_runs_on_python_3_6(tmp_path):
     assert "Python 3.6" in result.stdout
 
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def run_prerequisite_check(python: str) -> subprocess.CompletedProcess:
-    """The embedded check_prerequisites() under `python`, with the exit codes the script passes it."""
-    program = "import sys; sys.path.insert(0, %r); import install_decide; install_decide.check_prerequisites(); " \
-              "print('prerequisites ok')" % str(SCRIPTS)
-    env = dict(os.environ, AIACC_EXIT_CODES=" ".join("{}={}".format(n, c) for n, c in CODE.items()))
-    return subprocess.run([python, "-c", program], capture_output=True, text=True, env=env)
+    """The package's check_prerequisites() under `python`, imported from src/ (no flattening)."""
+    program = "import sys; sys.path.insert(0, %r); from aiacc_installer.prerequisites import check_prerequisites; " \
+              "check_prerequisites(); print('prerequisites ok')" % str(SRC)
+    return subprocess.run([python, "-c", program], capture_output=True, text=True)
 
 
 def test_python_36_without_the_dataclasses_backport_is_told_how_to_get_it(tmp_path):
@@ -177,8 +176,8 @@ def test_python_2_is_refused(tmp_path):
 def test_help_lists_every_exit_code(tmp_path):
     result = run_script(write_script(tmp_path, MODERN, modern_cells()), "--help")
     assert result.returncode == 0
-    for code, text in EXIT_CODES.values():
-        assert f"  {code}  {text}" in result.stdout
+    for exit_code in EXIT_CODES:
+        assert f"  {exit_code.code}  {exit_code.meaning}" in result.stdout
 
 
 def test_externally_managed_system_python_gets_venv_advice(torch_venv, tmp_path):

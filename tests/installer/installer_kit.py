@@ -21,9 +21,9 @@ from aiacc_build.wheels.cache import BuildCache
 from aiacc_build.wheels.envs import Venv, create_venv, install
 from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.model import Cell, ReleaseInfo
-from aiacc_build.render.install_script import EXIT_CODES, render_install_script
+from aiacc_build.render.install_script import render_install_script
+from aiacc_installer.exits import CODE
 
-CODE = {name: code for name, (code, _) in EXIT_CODES.items()}
 
 
 def write_script(folder: Path, release: ReleaseInfo, cells: list[Cell] | tuple[Cell, ...]) -> Path:
