@@ -39,7 +39,7 @@ from aiacc_build.wheels.cache import BuildCache
 from aiacc_build.wheels.compiler_cache import ccache_stats, compiler_cache_env
 from aiacc_build.wheels.core import RECIPE
 from aiacc_build.wheels.driver import Builder, BuildOptions, BuildReport
-from aiacc_build.wheels.frameworks import RegistryClient
+from aiacc_build.registry import RegistryClient
 from aiacc_build.wheels.plan import BuildPlan, human_size, plan_cells
 from aiacc_build.matrix import load_release
 from aiacc_build.model import ReleaseInfo

@@ -51,7 +51,8 @@ from aiacc_build.wheels.common import build_common
 from aiacc_build.wheels.core import build_core
 from aiacc_build.wheels.driver import BUILD_TYPE, Builder, BuildOptions, CellResult
 from aiacc_build.wheels.framework_facts import FrameworkFacts, read_facts
-from aiacc_build.wheels.frameworks import RegistryClient, resolve_framework
+from aiacc_build.wheels.frameworks import resolve_framework
+from aiacc_build.registry import RegistryClient
 from aiacc_build.hashing import file_sha256, tree_digest
 from aiacc_build.wheels.plan import CellPlan, human_size, plan_cells
 from aiacc_build.wheels.repair import repair_and_retag

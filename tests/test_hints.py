@@ -13,7 +13,7 @@ import click
 import pytest
 
 from aiacc_build import hints
-from aiacc_build.wheels.frameworks import RegistryClient
+from aiacc_build.registry import RegistryClient
 from aiacc_build.wheels.plan import plan_cells
 from aiacc_build.wheels.select import select
 from aiacc_build.cli import _register, cli, main

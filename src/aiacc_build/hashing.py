@@ -1,4 +1,5 @@
-"""Content digests: of a source tree and of a build's inputs. Every cache key is made here."""
+"""Content digests, the one sha256 helper of the tool: of a file, of bytes, of a stream as it is written,
+of a source tree and of a build's inputs. Every cache key is made here."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 # Build outputs and editor litter that never count as sources (a stray `pip wheel .` leaves build/).
 IGNORED_DIRS = frozenset({"__pycache__", "build", "dist", "_skbuild", ".git", ".pytest_cache", ".mypy_cache"})
@@ -52,6 +53,26 @@ def tree_digest(root: Path, exclude: frozenset[str] = frozenset()) -> str:
         outer.update(rel.encode() + b"\0" + (b"x" if executable else b"-") + b"\0")
         outer.update(hashlib.sha256(content).digest())
     return outer.hexdigest()
+
+
+def bytes_sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class HashingWriter:
+    """Writes through to `out`, keeping the sha256 and size of what was written (a download or an
+    extraction checked as it streams, never read back)."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out, self.size, self._digest = out, 0, hashlib.sha256()
+
+    def write(self, chunk: bytes) -> None:
+        self.out.write(chunk)
+        self._digest.update(chunk)
+        self.size += len(chunk)
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
 
 
 def file_sha256(path: Path) -> str:

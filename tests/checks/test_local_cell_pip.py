@@ -15,7 +15,6 @@ Opt-in (AIACC_OPTIN=1): the same with a venv that holds nothing, as `conda env c
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -87,8 +86,7 @@ def test_pip_part_installs_from_the_served_mirror_and_imports(local_env_file, se
     assert "Successfully installed" in result.pip_output and "perseus-torch-2.0.0+2.13.0" in result.pip_output
 
 
-@pytest.mark.optin
-@pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in (AIACC_OPTIN=1): pip unpacks torch into an empty venv (~1.5-3 min)")
+@pytest.mark.optin("pip unpacks torch into an empty venv (~1.5-3 min)")
 def test_pip_part_installs_into_an_empty_venv(local_env_file, served, tmp_path):
     env, cell = local_env_file
     result = install_pip_section(env, tmp_path / "venv", cell.release.mirror_url, served.url, ("perseus", "perseus.torch"), pip_args=("--retries", "0"))

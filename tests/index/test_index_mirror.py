@@ -17,7 +17,7 @@ from local_build import shared_cache_dir
 from aiacc_build.wheels.cache import BuildCache
 from aiacc_build.wheels.driver import Builder
 from aiacc_build.wheels.envs import create_venv, install
-from aiacc_build.wheels.frameworks import RegistryClient
+from aiacc_build.registry import RegistryClient
 from aiacc_build.wheels.plan import plan_cells
 from aiacc_build.wheels.record import load_record, save_record
 from aiacc_build.wheels.toolchain import find_interpreter

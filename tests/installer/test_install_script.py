@@ -203,8 +203,7 @@ def test_table_lines():
     assert table_line(cells[3]) == "tensorflow 2.4.0 11.0 any x86_64 cuda110/perseus_tensorflow-1.5.0+2.4.0-py2.py3-none-manylinux1_x86_64.whl"
 
 
-@pytest.mark.optin
-@pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in (AIACC_OPTIN=1): installs tensorflow-cpu 2.21.0 (~1 min)")
+@pytest.mark.optin("installs tensorflow-cpu 2.21.0 (~1 min)")
 def test_torch_and_tensorflow_in_one_venv(torch_venv, real_2_0_0_script, tmp_path):
     venv = tmp_path / "tf"
     subprocess.run([pyenv_python("3.11"), "-m", "venv", str(venv)], check=True)

@@ -49,7 +49,7 @@ needs_gpgv = pytest.mark.skipif(
     shutil.which("gpgv") is None or not DEFAULT_KEYRING.is_file(), reason="needs gpgv and debian-archive-keyring"
 )
 needs_dpkg_deb = pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb")
-optin = pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in: set AIACC_OPTIN=1 (~1 GB)")
+optin = pytest.mark.optin("~1 GB")
 
 
 def recorded_indexes() -> dict[str, dict[str, list[DebPackage]]]:

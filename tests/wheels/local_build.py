@@ -16,7 +16,7 @@ from wheels_testkit import LOCAL_TORCH_FILE
 
 from aiacc_build.wheels.cache import DEFAULT_CACHE_DIR, BuildCache
 from aiacc_build.wheels.driver import Builder, BuildReport
-from aiacc_build.wheels.frameworks import RegistryClient
+from aiacc_build.registry import RegistryClient
 from aiacc_build.wheels.plan import BuildPlan, plan_cells
 from aiacc_build.index.mirror import IndexResult, build_index
 from aiacc_build.matrix import Release, load_release

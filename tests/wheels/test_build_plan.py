@@ -9,7 +9,8 @@ import pytest
 from packaging.version import Version
 from wheels_testkit import LOCAL_CELL, LOCAL_TORCH_FILE, RELEASE, torch_cell, torch_wheel
 
-from aiacc_build.wheels.frameworks import RegistryClient, find_local, pinned, wheel_fits
+from aiacc_build.wheels.frameworks import find_local, pinned, wheel_fits
+from aiacc_build.registry import RegistryClient
 from aiacc_build.wheels.plan import CellStatus, missing_nvcc_reason, plan_cell, plan_cells
 from aiacc_build.wheels.toolchain import cuda_compilers, find_cuda_compiler, find_interpreter
 from aiacc_build.toolkits import installed, toolkits_dir

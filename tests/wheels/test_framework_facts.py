@@ -16,7 +16,8 @@ from aiacc_build.wheels.framework_facts import (
     facts_problem,
     read_facts,
 )
-from aiacc_build.wheels.frameworks import FrameworkArtifact, RegistryClient
+from aiacc_build.wheels.frameworks import FrameworkArtifact
+from aiacc_build.registry import RegistryClient
 from aiacc_build.wheels.plan import CellStatus, plan_cell
 from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.model import Framework

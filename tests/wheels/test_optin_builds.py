@@ -12,7 +12,6 @@ backend interpreter) and tested.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,7 +22,6 @@ from aiacc_build.paths import REPO_ROOT
 
 pytestmark = [
     pytest.mark.optin,
-    pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in: set AIACC_OPTIN=1"),
 ]
 SCRIPT = REPO_ROOT / "bench" / "optin_builds.py"
 

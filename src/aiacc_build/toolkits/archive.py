@@ -3,7 +3,6 @@ packages a spec needs (relations checked) and their downloads, each checked by S
 
 from __future__ import annotations
 
-import hashlib
 import lzma
 import operator
 import re
@@ -18,7 +17,7 @@ import requests
 from debian import deb822
 from debian.debian_support import Version as DebianVersion
 
-from ..hashing import file_sha256
+from ..hashing import HashingWriter, bytes_sha256, file_sha256
 from .spec import (
     CHUNK,
     DEFAULT_MIRROR,
@@ -214,25 +213,23 @@ class Archive:
         dest.parent.mkdir(parents=True, exist_ok=True)
         part = dest.with_name(dest.name + ".part")
         url = self.url(path)
-        digest, done = hashlib.sha256(), 0
         try:
             with self.session.get(url, stream=True, timeout=HTTP_TIMEOUT_S) as resp:
                 if resp.status_code != 200:
                     raise ArchiveError(f"{url} answered HTTP {resp.status_code}")
                 with part.open("wb") as fh:
+                    writer = HashingWriter(fh)
                     for chunk in resp.iter_content(CHUNK):
-                        fh.write(chunk)
-                        digest.update(chunk)
-                        done += len(chunk)
+                        writer.write(chunk)
                         if progress:
-                            progress(label, done, entry.size)
+                            progress(label, writer.size, entry.size)
         except requests.RequestException as exc:
             part.unlink(missing_ok=True)
             raise ArchiveError(f"download of {url} failed: {exc}") from exc
-        if done != entry.size or digest.hexdigest() != entry.sha256:
+        if writer.size != entry.size or writer.hexdigest() != entry.sha256:
             part.unlink(missing_ok=True)
             raise ArchiveError(
-                f"{url}: got {done} bytes with sha256 {digest.hexdigest()[:16]}..., the index says "
+                f"{url}: got {writer.size} bytes with sha256 {writer.hexdigest()[:16]}..., the index says "
                 f"{entry.size} bytes, {entry.sha256[:16]}...: a corrupted or tampered download; retry or pass --mirror"
             )
         part.replace(dest)
@@ -260,7 +257,7 @@ def fetch_index(archive: Archive, suite: str, release: ReleaseIndex, index_path:
     # by-hash: exactly the file the signed Release names, even if the index is updated while we read
     path = f"{folder}/by-hash/SHA256/{entry.sha256}" if release.acquire_by_hash else compressed
     data = archive.get(f"dists/{suite}/{path}")
-    if hashlib.sha256(data).hexdigest() != entry.sha256 or len(data) != entry.size:
+    if bytes_sha256(data) != entry.sha256 or len(data) != entry.size:
         raise ArchiveError(f"dists/{suite}/{path} does not match the sha256 the InRelease gives for {compressed}")
     try:
         return lzma.decompress(data).decode("utf-8")

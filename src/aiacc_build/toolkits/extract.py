@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import subprocess
 import tarfile
@@ -10,6 +9,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..hashing import HashingWriter
 from .spec import CHUNK, ArchiveError, Placement, ToolkitHostError
 
 # ---- extraction and layout -------------------------------------------------------------------------
@@ -68,13 +68,12 @@ def extract_placements(deb: Path, placements: tuple[Placement, ...], root: Path,
                     elif member.isfile():
                         fh = tar.extractfile(member)
                         assert fh is not None
-                        digest = hashlib.sha256()
                         with target.open("wb") as out:
+                            writer = HashingWriter(out)
                             for chunk in iter(lambda: fh.read(CHUNK), b""):
-                                out.write(chunk)
-                                digest.update(chunk)
+                                writer.write(chunk)
                         target.chmod(0o755 if member.mode & 0o111 else 0o644)
-                        placed.files[dest] = digest.hexdigest()
+                        placed.files[dest] = writer.hexdigest()
                     else:
                         raise ArchiveError(f"{deb.name}: {name} is neither a file nor a link")
                     by_member[name] = dest

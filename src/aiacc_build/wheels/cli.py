@@ -16,7 +16,7 @@ from ..paths import DIST_DIR
 from .cache import DEFAULT_CACHE_DIR, BuildCache
 from .display import plan_json, plan_summary, print_plan, print_plan_summary
 from .driver import Builder, BuildOptions, BuildReport
-from .frameworks import RegistryClient
+from ..registry import RegistryClient
 from .plan import human_size, plan_cells
 from .select import select
 

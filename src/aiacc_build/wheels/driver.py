@@ -23,23 +23,22 @@ from pathlib import Path
 
 from packaging.utils import parse_wheel_filename
 
-from .. import __version__
 from ..model import Cell, ReleaseInfo
-from ..naming import COMMON_DISTRIBUTION, common_wheel_filename, wheel_filename, wheel_path
+from ..naming import common_wheel_filename, wheel_filename, wheel_path
 from ..paths import DIST_DIR, NATIVE_DIR
 from .binding import BindingBuildError, BindingSpec, build_binding, ensure_binding_envs, read_binding_spec
-from .cache import BuildCache, CacheEntry
+from .cache import BuildCache
 from .common import CommonWheel, build_common
 from .core import CoreBuild, build_core, core_key_inputs
 from .framework_facts import FrameworkFacts, facts_of_installed, facts_problem
 from ..hashing import file_sha256, tree_digest
 from .plan import BuildPlan, CellPlan, binding_dir
-from .record import BuildRecord, CellRecord, CommonRecord, load_record, mirror_root, save_record
+from .record import load_record, mirror_root, record_of, save_record
 from ..adapters import excluded_libraries
-from .repair import RepairError, repair_and_retag, retag
+from .repair import adopt_shared_wheel, check_metadata, repair_and_retag
 from .smoke import SmokeResult, smoke_test
 from .toolchain import Toolchain, backend_interpreter, detect_toolchain
-from .wheelinfo import framework_dependencies, python_api_imports, read_wheel
+from .wheelinfo import python_api_imports
 from ..errors import AiaccError, BuildError
 
 # Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
@@ -154,7 +153,8 @@ class Builder:
                 report.failures.append(CellFailure(cell_plan, f"{type(exc).__name__}: {exc}"))
         report.cores = list(self._cores.values())
         report.core_builds = sum(1 for core in report.cores if not core.reused)
-        report.record_path = save_record(self._record(report, root), self.dist_dir)
+        previous = load_record(release.version, self.dist_dir)
+        report.record_path = save_record(record_of(report, root, previous), self.dist_dir)
         report.seconds = time.perf_counter() - started
         return report
 
@@ -263,26 +263,6 @@ class Builder:
         )
         return core
 
-    @staticmethod
-    def _adopt(shared: CacheEntry, cell: Cell, path: Path) -> Path:
-        """The shared binding wheel, re-tagged for this cell's Python, in `path`."""
-        source = shared.path / str(shared.meta["wheel"])
-        target = path / wheel_filename(cell)
-        if source.name == target.name:
-            shutil.copyfile(source, target)
-            return target
-        scratch = path / "retag"
-        scratch.mkdir()
-        copy = scratch / source.name
-        shutil.copyfile(source, copy)
-        (wanted,) = parse_wheel_filename(target.name)[3]
-        retagged = retag(copy, wanted)
-        if retagged.name != target.name:
-            raise RepairError(f"re-tagging {source.name} for {cell.key} gave {retagged.name}, not {target.name}")
-        retagged.replace(target)
-        shutil.rmtree(scratch)
-        return target
-
     def _build_cell(self, plan: CellPlan, common: CommonWheel, root: Path) -> CellResult:
         started = time.perf_counter()
         cell = plan.cell
@@ -313,9 +293,9 @@ class Builder:
             else:
                 shared = self.cache.ensure("binding", shared_inputs, compile_into)
                 with clock("retag"):
-                    final = self._adopt(shared, cell, path)
+                    final = adopt_shared_wheel(shared.path / str(shared.meta["wheel"]), cell, path)
                 meta.update({k: v for k, v in shared.meta.items() if k != "wheel"}, binding_build=shared.key)
-            _check_metadata(final, cell)
+            check_metadata(final, cell)
             meta["sha256"] = file_sha256(final)
 
         entry = self.cache.ensure("wheel", inputs, make)
@@ -358,82 +338,3 @@ class Builder:
         tmp = target.with_name(target.name + ".part")
         shutil.copyfile(source, tmp)
         tmp.replace(target)
-
-    # -- the record ----------------------------------------------------------------------------
-    def _record(self, report: BuildReport, root: Path) -> BuildRecord:
-        assert report.common is not None
-        release = report.release
-        previous = load_record(release.version, self.dist_dir)
-        earlier = {c.key: c for c in (previous.built if previous else [])}
-        results = {r.plan.cell.key: r for r in report.results}
-        failures = {f.plan.cell.key: f for f in report.failures}
-        cells = []
-        for p in report.plan.cells:
-            framework = {
-                "framework_file": p.framework.filename if p.framework else None,
-                "download_size": p.download_size,
-            }
-            if p.cell.key in results:
-                r = results[p.cell.key]
-                cells.append(
-                    CellRecord.for_cell(
-                        p.cell,
-                        status="built",
-                        reason=p.reason,
-                        sha256=r.sha256,
-                        size=r.size,
-                        fingerprint=r.fingerprint,
-                        repaired_platform=r.repaired_platform,
-                        toolchain=r.toolchain,
-                        note=r.note,
-                        tested=r.smoke.description if r.smoke else None,
-                        **framework,
-                    )
-                )
-            elif p.cell.key in failures:
-                cells.append(
-                    CellRecord.for_cell(
-                        p.cell,
-                        status="deferred",
-                        reason=f"build failed here: {failures[p.cell.key].error}",
-                        **framework,
-                    )
-                )
-            elif p.cell.key in earlier and _unchanged(root, earlier[p.cell.key]):
-                cells.append(earlier[p.cell.key])  # built by an earlier run, its file still in dist/
-            else:
-                cells.append(CellRecord.for_cell(p.cell, status="deferred", reason=p.reason, **framework))
-        common = report.common
-        return BuildRecord(
-            release=release.version,
-            mirror_url=release.mirror_url,
-            tool_version=__version__,
-            common=CommonRecord(
-                file=common.path.name,
-                path=common_wheel_filename(release),
-                version=release.version,
-                sha256=common.sha256,
-                size=common.path.stat().st_size,
-                fingerprint=common.fingerprint,
-            ),
-            cells=cells,
-        )
-
-
-def _unchanged(root: Path, record: CellRecord) -> bool:
-    target = root / record.path
-    return target.is_file() and record.sha256 is not None and file_sha256(target) == record.sha256
-
-
-def _check_metadata(wheel: Path, cell: Cell) -> None:
-    """A Perseus wheel requires perseus-common==<release> and never the framework itself."""
-    info = read_wheel(wheel)
-    framework = framework_dependencies(info)
-    if framework:
-        raise RepairError(f"{wheel.name} depends on the framework ({', '.join(framework)}): wheels never touch it")
-    common = [r for r in info.requires if r.name.replace("-", "_") == COMMON_DISTRIBUTION]
-    if len(common) != 1 or str(common[0].specifier) != f"=={cell.release_version}":
-        found = ", ".join(map(str, info.requires)) or "nothing"
-        raise RepairError(f"{wheel.name} must require perseus-common=={cell.release_version} (it requires {found})")
-    if info.version != f"{cell.release_version}+{cell.framework_version}":
-        raise RepairError(f"{wheel.name} says version {info.version}")

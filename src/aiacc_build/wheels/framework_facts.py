@@ -24,12 +24,13 @@ from dataclasses import asdict
 from pathlib import Path
 
 import requests
-from remotezip import RemoteZip, RemoteZipError
 
 from ..adapters import adapter_for
+from ..errors import RegistryError
 from ..adapters.base import FactsError, FrameworkFacts
 from ..model import Cell, Framework
-from .frameworks import REGISTRY_TIMEOUT_S, FrameworkArtifact
+from ..registry import REGISTRY_TIMEOUT_S, open_remote_zip
+from .frameworks import FrameworkArtifact
 from ..hashing import inputs_key
 
 __all__ = ["FactsError", "FrameworkFacts", "facts_of_installed", "facts_problem", "read_facts"]
@@ -59,9 +60,9 @@ def read_facts(
     if offline:
         return "offline, and the file was never inspected"
     try:
-        with RemoteZip(artifact.location, timeout=REGISTRY_TIMEOUT_S) as archive:
+        with open_remote_zip(artifact.location, timeout=REGISTRY_TIMEOUT_S) as archive:
             facts = adapter.facts_from_wheel(archive)
-    except (OSError, zipfile.BadZipFile, RemoteZipError, requests.RequestException, FactsError) as exc:
+    except (OSError, zipfile.BadZipFile, RegistryError, requests.RequestException, FactsError) as exc:
         return f"cannot inspect {artifact.filename} remotely ({type(exc).__name__}: {exc})"
     if facts is None:
         return None

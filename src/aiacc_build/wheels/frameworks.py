@@ -9,26 +9,19 @@ result is a concrete file, installed by its path or URL, so pip cannot substitut
 from __future__ import annotations
 
 import configparser
-import json
 import os
-import time
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import urldefrag, urljoin, urlparse
+from urllib.parse import urldefrag, urlparse
 
-import requests
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from ..model import Cell, FrameworkBuild
 from ..naming import cpython_tags, python_nodot
+from ..registry import DEFAULT_REGISTRY, RegistryClient, page_links
 
-DEFAULT_REGISTRY = "https://pypi.org/simple"
-SIMPLE_JSON = "application/vnd.pypi.simple.v1+json"
-REGISTRY_TIMEOUT_S = 20.0
-REGISTRY_TTL_S = float(os.environ.get("AIACC_REGISTRY_TTL_S", 24 * 3600))
 
 
 @dataclass(frozen=True)
@@ -162,9 +155,7 @@ def find_in_local_index(
         page = index / canonicalize_name(project) / "index.html"
         if not page.is_file():
             continue
-        parser = _AnchorParser()
-        parser.feed(page.read_text(errors="replace"))
-        for href in parser.hrefs:
+        for href in page_links(page.read_text(errors="replace")):
             link, fragment = urldefrag(href)
             if urlparse(link).scheme not in ("", "file"):
                 continue
@@ -199,111 +190,6 @@ def find_local(
                     source="local",
                 )
     return None
-
-
-@dataclass(frozen=True)
-class RegistryFile:
-    filename: str
-    url: str
-    size: int | None
-    sha256: str | None
-
-
-class _AnchorParser(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__()
-        self.hrefs: list[str] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            href = dict(attrs).get("href")
-            if href and not dict(attrs).get("data-yanked"):
-                self.hrefs.append(href)
-
-
-class RegistryClient:
-    """Reads a project's file list from a simple index (PEP 691 JSON, PEP 503 HTML as a fallback).
-
-    Responses are kept on disk for REGISTRY_TTL_S so planning the whole matrix again costs nothing;
-    offline, only kept responses are used. Failures are answers ("unreachable: ..."), never
-    exceptions: a cell whose registry cannot be read is deferred with that reason.
-    """
-
-    def __init__(self, cache_dir: Path, offline: bool = False):
-        self.cache_dir = cache_dir
-        self.offline = offline
-        self._failed_hosts: dict[str, str] = {}
-
-    def files(self, project: str, index_url: str | None) -> list[RegistryFile] | str:
-        base = (index_url or DEFAULT_REGISTRY).rstrip("/")
-        url = f"{base}/{canonicalize_name(project)}/"
-        cached = self._cached(url)
-        if cached is not None:
-            return cached
-        if self.offline:
-            return f"offline, and {url} was never read"
-        host = urlparse(url).netloc
-        if host in self._failed_hosts:
-            return self._failed_hosts[host]
-        try:
-            response = requests.get(
-                url, headers={"Accept": f"{SIMPLE_JSON}, text/html;q=0.1"}, timeout=REGISTRY_TIMEOUT_S
-            )
-        except requests.RequestException as exc:
-            self._failed_hosts[host] = f"index {base} unreachable ({type(exc).__name__})"
-            return self._failed_hosts[host]
-        if response.status_code == 404:
-            return f"{project} is not in index {base}"
-        if not response.ok:
-            return f"index {base} answered HTTP {response.status_code}"
-        files = self._parse(url, response)
-        self._store(url, files)
-        return files
-
-    @staticmethod
-    def _parse(url: str, response: requests.Response) -> list[RegistryFile]:
-        if response.headers.get("content-type", "").startswith(SIMPLE_JSON):
-            return [
-                RegistryFile(
-                    filename=f["filename"],
-                    url=urljoin(url, f["url"]),
-                    size=f.get("size"),
-                    sha256=f.get("hashes", {}).get("sha256"),
-                )
-                for f in response.json().get("files", [])
-                if not f.get("yanked") and f["filename"].endswith(".whl")
-            ]
-        parser = _AnchorParser()
-        parser.feed(response.text)
-        out = []
-        for href in parser.hrefs:
-            absolute, fragment = urldefrag(urljoin(url, href))
-            filename = Path(urlparse(absolute).path).name
-            if filename.endswith(".whl"):
-                sha = fragment.split("=", 1)[1] if fragment.startswith("sha256=") else None
-                out.append(RegistryFile(filename=filename, url=absolute, size=None, sha256=sha))
-        return out
-
-    def _cache_file(self, url: str) -> Path:
-        from ..hashing import inputs_key
-
-        return self.cache_dir / f"{inputs_key('registry', {'url': url})}.json"
-
-    def _cached(self, url: str) -> list[RegistryFile] | None:
-        path = self._cache_file(url)
-        if not path.is_file():
-            return None
-        data = json.loads(path.read_text())
-        if not self.offline and time.time() - data["fetched"] > REGISTRY_TTL_S:
-            return None
-        return [RegistryFile(**f) for f in data["files"]]
-
-    def _store(self, url: str, files: list[RegistryFile]) -> None:
-        self.cache_dir.mkdir(parents=True, exist_ok=True)
-        data = {"url": url, "fetched": time.time(), "files": [f.__dict__ for f in files]}
-        tmp = self._cache_file(url).with_suffix(".tmp")
-        tmp.write_text(json.dumps(data))
-        tmp.replace(self._cache_file(url))
 
 
 def find_in_registry(cell_build: FrameworkBuild, python: str, arch: str, client: RegistryClient) -> Resolution:

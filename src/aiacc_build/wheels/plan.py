@@ -24,7 +24,8 @@ from ..model import Cell, Framework
 from ..naming import builder_image_tag
 from ..paths import NATIVE_DIR
 from .framework_facts import FrameworkFacts, facts_problem, read_facts
-from .frameworks import FrameworkArtifact, RegistryClient, pinned, resolve_framework
+from .frameworks import FrameworkArtifact, pinned, resolve_framework
+from ..registry import RegistryClient
 from ..toolkits import TOOLKITS
 from .toolchain import CudaCompiler, Interpreter, find_cuda_compiler, find_interpreter, machine_arch
 

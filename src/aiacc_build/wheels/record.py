@@ -8,13 +8,18 @@ as their file in dist/ is unchanged, so `build` then `build --cells X` publishes
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel
 
+from .. import __version__
+from ..hashing import file_sha256
 from ..model import Cell
-from ..naming import accelerator_folder, wheel_filename, wheel_path
+from ..naming import accelerator_folder, common_wheel_filename, wheel_filename, wheel_path
 from ..paths import DIST_DIR
+
+if TYPE_CHECKING:
+    from .driver import BuildReport
 
 
 class FrameworkBuildRecord(BaseModel):
@@ -112,3 +117,69 @@ def save_record(record: BuildRecord, dist_dir: Path = DIST_DIR) -> Path:
     tmp.write_text(record.model_dump_json(indent=2) + "\n")
     tmp.replace(path)
     return path
+
+
+def record_of(report: BuildReport, root: Path, previous: BuildRecord | None) -> BuildRecord:
+    """The record of a build run: its results and failures, the plan's deferred cells, and the cells an
+    earlier run built whose file in dist/ is unchanged."""
+    assert report.common is not None
+    release = report.release
+    earlier = {c.key: c for c in (previous.built if previous else [])}
+    results = {r.plan.cell.key: r for r in report.results}
+    failures = {f.plan.cell.key: f for f in report.failures}
+    cells = []
+    for p in report.plan.cells:
+        framework = {
+            "framework_file": p.framework.filename if p.framework else None,
+            "download_size": p.download_size,
+        }
+        if p.cell.key in results:
+            r = results[p.cell.key]
+            cells.append(
+                CellRecord.for_cell(
+                    p.cell,
+                    status="built",
+                    reason=p.reason,
+                    sha256=r.sha256,
+                    size=r.size,
+                    fingerprint=r.fingerprint,
+                    repaired_platform=r.repaired_platform,
+                    toolchain=r.toolchain,
+                    note=r.note,
+                    tested=r.smoke.description if r.smoke else None,
+                    **framework,
+                )
+            )
+        elif p.cell.key in failures:
+            cells.append(
+                CellRecord.for_cell(
+                    p.cell,
+                    status="deferred",
+                    reason=f"build failed here: {failures[p.cell.key].error}",
+                    **framework,
+                )
+            )
+        elif p.cell.key in earlier and _unchanged(root, earlier[p.cell.key]):
+            cells.append(earlier[p.cell.key])  # built by an earlier run, its file still in dist/
+        else:
+            cells.append(CellRecord.for_cell(p.cell, status="deferred", reason=p.reason, **framework))
+    common = report.common
+    return BuildRecord(
+        release=release.version,
+        mirror_url=release.mirror_url,
+        tool_version=__version__,
+        common=CommonRecord(
+            file=common.path.name,
+            path=common_wheel_filename(release),
+            version=release.version,
+            sha256=common.sha256,
+            size=common.path.stat().st_size,
+            fingerprint=common.fingerprint,
+        ),
+        cells=cells,
+    )
+
+
+def _unchanged(root: Path, record: CellRecord) -> bool:
+    target = root / record.path
+    return target.is_file() and record.sha256 is not None and file_sha256(target) == record.sha256

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -22,6 +23,9 @@ from packaging.utils import parse_wheel_filename
 
 from ..adapters import excluded_libraries
 from ..errors import BuildError
+from ..model import Cell
+from ..naming import COMMON_DISTRIBUTION, wheel_filename
+from .wheelinfo import framework_dependencies, read_wheel
 
 
 
@@ -136,3 +140,36 @@ def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_pa
         grafted=grafted,
         note=retag_note(repaired_platform, wanted.platform),
     )
+
+
+def adopt_shared_wheel(source: Path, cell: Cell, path: Path) -> Path:
+    """The shared binding wheel `source`, re-tagged for this cell's Python, in `path`."""
+    target = path / wheel_filename(cell)
+    if source.name == target.name:
+        shutil.copyfile(source, target)
+        return target
+    scratch = path / "retag"
+    scratch.mkdir()
+    copy = scratch / source.name
+    shutil.copyfile(source, copy)
+    (wanted,) = parse_wheel_filename(target.name)[3]
+    retagged = retag(copy, wanted)
+    if retagged.name != target.name:
+        raise RepairError(f"re-tagging {source.name} for {cell.key} gave {retagged.name}, not {target.name}")
+    retagged.replace(target)
+    shutil.rmtree(scratch)
+    return target
+
+
+def check_metadata(wheel: Path, cell: Cell) -> None:
+    """A Perseus wheel requires perseus-common==<release> and never the framework itself."""
+    info = read_wheel(wheel)
+    framework = framework_dependencies(info)
+    if framework:
+        raise RepairError(f"{wheel.name} depends on the framework ({', '.join(framework)}): wheels never touch it")
+    common = [r for r in info.requires if r.name.replace("-", "_") == COMMON_DISTRIBUTION]
+    if len(common) != 1 or str(common[0].specifier) != f"=={cell.release_version}":
+        found = ", ".join(map(str, info.requires)) or "nothing"
+        raise RepairError(f"{wheel.name} must require perseus-common=={cell.release_version} (it requires {found})")
+    if info.version != f"{cell.release_version}+{cell.framework_version}":
+        raise RepairError(f"{wheel.name} says version {info.version}")

@@ -4,7 +4,7 @@ import re
 import socket
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from .. import config
+from .. import config, variable_names
 from .errors import UsageError
 
 # The variables perseusrun sets for each rank; passing them with -x would contradict the plan.
@@ -88,6 +88,6 @@ def validate_perseus_variables(environ: Mapping[str, str]) -> None:
 
 def variable_messages(environ: Mapping[str, str]) -> List[str]:
     """What perseusrun says before it starts: unknown PERSEUS_* names ("did you mean") and accepted aliases."""
-    return (["warning: " + m for m in config.unknown_variable_messages(environ)]
-            + ["note: " + m for m in config.alias_notes(environ)])
+    return (["warning: " + m for m in variable_names.unknown_variable_messages(environ)]
+            + ["note: " + m for m in variable_names.alias_notes(environ)])
 
