@@ -30,7 +30,7 @@ def table_line(cell: Cell) -> str:
     fields = (
         cell.framework.value,
         cell.framework_version,
-        cell.cuda or "cpu",
+        naming.cuda_or_cpu(cell.cuda),
         cell.python or "any",
         cell.arch.value,
         naming.wheel_path(cell),

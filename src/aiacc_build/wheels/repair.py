@@ -24,7 +24,7 @@ from packaging.utils import parse_wheel_filename
 from ..adapters import excluded_libraries
 from ..errors import BuildError
 from ..model import Cell
-from ..naming import COMMON_DISTRIBUTION, wheel_filename
+from ..naming import COMMON_DISTRIBUTION, wheel_filename, wheel_version
 from .wheelinfo import framework_dependencies, read_wheel
 
 
@@ -171,5 +171,5 @@ def check_metadata(wheel: Path, cell: Cell) -> None:
     if len(common) != 1 or str(common[0].specifier) != f"=={cell.release_version}":
         found = ", ".join(map(str, info.requires)) or "nothing"
         raise RepairError(f"{wheel.name} must require perseus-common=={cell.release_version} (it requires {found})")
-    if info.version != f"{cell.release_version}+{cell.framework_version}":
+    if info.version != wheel_version(cell):
         raise RepairError(f"{wheel.name} says version {info.version}")
