@@ -24,7 +24,7 @@ class Registry(Protocol):
 
 
 class RecordedRegistry:
-    """Replays a recording folder written by `LiveRegistry(record_dir=...)`: no network."""
+    """Replays a recording folder written by `RegistryClient(record_dir=...)` (`matrix sync --record`): no network."""
 
     def __init__(self, folder: Path) -> None:
         self.folder = Path(folder)
