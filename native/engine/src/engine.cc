@@ -79,6 +79,7 @@ void Op::part_done(perseus_engine_status s, const std::string& message) {
 // ---- set-up -------------------------------------------------------------------------------------
 
 Engine::Engine(const perseus_engine_options& options) : options_(options), table_(options.size) {
+  if (options_.offline_neg) learner_ = std::make_unique<PlanLearner>();
   rendezvous();
   negotiator_ = std::thread([this] { negotiate_loop(); });
 }
@@ -188,6 +189,7 @@ Engine::~Engine() {
 
 int64_t Engine::submit(Request request, void* data, const void* input) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!offline_abort_.empty()) throw EngineError(PERSEUS_ENGINE_MISMATCH, offline_abort_);
   if (!failure_.empty()) throw EngineError(PERSEUS_ENGINE_COMMUNICATION, "perseus engine is broken: " + failure_);
   if (shutdown_requested_ || stopped_) {
     throw EngineError(PERSEUS_ENGINE_SHUT_DOWN, "perseus engine: '" + request.name + "' submitted after shutdown");
@@ -234,6 +236,10 @@ void Engine::release(int64_t handle) {
 void Engine::negotiate_loop() {
   const auto cycle = std::chrono::microseconds(int64_t(options_.cycle_ms * 1000));
   while (true) {
+    if (offline_) {
+      if (!offline_cycle()) break;
+      continue;
+    }
     Announcement mine;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -267,6 +273,7 @@ void Engine::negotiate_loop() {
       break;
     }
     auto ready = table_.take_ready();
+    if (learner_ && !ready.empty()) learner_->add_cycle(ready);
     dispatch(ready);
     apply_aborts(aborts);  // after take_ready: a collective that completed this cycle is not aborted
     if (shutdown_by >= 0) {
@@ -274,6 +281,14 @@ void Engine::negotiate_loop() {
       fail_pending(PERSEUS_ENGINE_SHUT_DOWN,
                    "perseus engine: " + who + " shut its engine down before every rank submitted this collective");
       break;
+    }
+    // every rank sees the same agreements, table and aborts: all switch in this same cycle
+    std::vector<PlanBatch> plan;
+    if (learner_ && aborts.empty() && table_.pending() == 0 && learner_->try_finish(&plan)) {
+      offline_ = std::make_unique<OfflinePlan>(std::move(plan), options_.rank);
+      plan_collectives_ = int(offline_->collectives());
+      offline_active_ = true;
+      learner_.reset();
     }
   }
   for (auto& s : streams_) {
@@ -410,7 +425,11 @@ void Engine::run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>
                                 const std::vector<Unit>& units, int reduce_op) {
   std::string broken = failure();
   if (!broken.empty()) {
-    for (const auto& u : units) ops[u.tensor]->part_done(PERSEUS_ENGINE_COMMUNICATION, "perseus engine is broken: " + broken);
+    std::string deviation = abort_after_failure();
+    for (const auto& u : units) {
+      ops[u.tensor]->part_done(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
+                               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
+    }
     return;
   }
   const Unit& first = units[0];
@@ -451,6 +470,11 @@ void Engine::run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>
   } catch (const std::exception& e) {
     status = PERSEUS_ENGINE_COMMUNICATION;
     message = collective_error(ops[first.tensor]->request, e.what());
+    std::string deviation = abort_after_failure();
+    if (!deviation.empty()) {
+      status = PERSEUS_ENGINE_MISMATCH;
+      message = deviation;
+    }
     set_failure(message);
   }
   if (!in_place) {
@@ -466,7 +490,9 @@ void Engine::run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>
 void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed) {
   std::string broken = failure();
   if (!broken.empty()) {
-    op->finish(PERSEUS_ENGINE_COMMUNICATION, "perseus engine is broken: " + broken);
+    std::string deviation = abort_after_failure();
+    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
+               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
     return;
   }
   const Request& r = op->request;
@@ -516,8 +542,10 @@ void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& 
     }
   } catch (const std::exception& e) {
     std::string message = collective_error(r, e.what());
-    set_failure(message);
-    op->finish(PERSEUS_ENGINE_COMMUNICATION, message);
+    std::string deviation = abort_after_failure();
+    set_failure(deviation.empty() ? message : deviation);
+    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
+               deviation.empty() ? message : deviation);
     return;
   }
   op->finish(PERSEUS_ENGINE_OK, "");
@@ -578,6 +606,9 @@ perseus_engine_info Engine::info() {
   i.collectives = collectives_;
   i.fused_groups = fused_groups_;
   i.negotiation_cycles = cycles_;
+  i.offline_batches = offline_batches_;
+  i.offline = offline_active_ ? 1 : 0;
+  i.plan_collectives = plan_collectives_;
   return i;
 }
 

@@ -16,6 +16,7 @@
 
 #include "group.h"
 #include "negotiation.h"
+#include "offline.h"
 #include "plan.h"
 #include "perseus/engine.h"
 #include "tcp_store.h"
@@ -71,6 +72,12 @@ class Engine {
 
   void rendezvous();
   void negotiate_loop();
+  // PERSEUS_OFFLINE_NEG (engine_offline.cc): one step of the offline loop (false: the loop ends)
+  bool offline_cycle();
+  bool next_batch_submitted() const;  // mu_ held
+  void deviate(const std::string& what);
+  bool poll_abort();
+  std::string abort_after_failure();  // a stream's collective failed: another rank's deviation, if any
   void dispatch(std::vector<Agreed>& ready);
   void enqueue(std::function<void(Stream&)> task);
   void stream_loop(Stream& s);
@@ -107,6 +114,17 @@ class Engine {
   std::string failure_;
 
   std::atomic<uint64_t> collectives_{0}, fused_groups_{0}, cycles_{0};
+
+  // PERSEUS_OFFLINE_NEG: the learner (negotiation thread only), then the plan
+  std::unique_ptr<PlanLearner> learner_;
+  std::unique_ptr<OfflinePlan> offline_;
+  std::atomic<bool> offline_active_{false};
+  std::atomic<uint64_t> offline_batches_{0};
+  std::atomic<int> plan_collectives_{0};
+  bool waiting_ = false;  // offline: a submission waits for the plan's next batch since waiting_since_
+  std::chrono::steady_clock::time_point waiting_since_, last_abort_poll_;
+  bool abort_poll_off_ = false;
+  std::string offline_abort_;  // guarded by mu_
   std::thread negotiator_;
   bool joined_ = false;
 };

@@ -183,7 +183,9 @@ class PerseusConfig:
         "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     offline_neg: bool = variable(
         "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
-        "offline gradient negotiation", honoured_by=())
+        "1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed "
+        "plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs",
+        honoured_by=ENGINE_FRAMEWORKS)
     perf_check_n_steps: int = variable(
         "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")

@@ -131,6 +131,45 @@ def case_lost_rank(eng, rank, size):
     report(rank=rank, seconds=time.monotonic() - start, error=None)
 
 
+def offline_step(eng, rank, size, step):
+    """One training-like step: three gradients submitted in a rank-dependent order, then waited for, and a
+    SyncBN-like allreduce waited for at once. Returns the sums (expected: see test_engine_offline.py)."""
+    grads = {"g/a": array.array("f", [float(rank + step)] * 7), "g/b": array.array("f", [1.0] * 300),
+             "g/c": array.array("f", [float(rank)] * 5000)}
+    order = sorted(grads) if rank % 2 == 0 else sorted(grads, reverse=True)
+    handles = [eng.allreduce_async(name, grads[name]) for name in order]
+    for h in handles:
+        h.wait()
+    stats = array.array("f", [float(rank)] * 2)
+    eng.allreduce("bn/stats", stats, op="average")
+    return [grads["g/a"][0], grads["g/b"][299], grads["g/c"][4999], stats[1]]
+
+
+def case_offline(eng, rank, size):
+    sums = [offline_step(eng, rank, size, step) for step in range(3)]
+    switched = eng.info()
+    sums += [offline_step(eng, rank, size, step) for step in range(3, 8)]
+    report(rank=rank, sums=sums, switched=switched, info=eng.info())
+
+
+def case_offline_leave(eng, rank, size):
+    """After the switch rank 1 submits g/a with another shape: every rank fails with its message."""
+    for step in range(3):
+        offline_step(eng, rank, size, step)
+    buf = array.array("f", [1.0] * (8 if rank == 1 else 7))
+    errors = []
+    try:
+        eng.allreduce("g/a", buf)
+    except engine.EngineError as exc:
+        errors.append([type(exc).__name__, str(exc)])
+    try:
+        eng.close()
+    except engine.EngineError as exc:
+        errors.append([type(exc).__name__, str(exc)])
+    report(rank=rank, offline=True, errors=errors)
+    sys.exit(0)
+
+
 def main():
     case = sys.argv[1]  # ModelArts' own arguments may follow: perseus.launch.detect() reads them
     eng = engine.Engine.from_environment()

@@ -49,7 +49,7 @@
 #define PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE "PERSEUS_ALLREDUCE_GRADIENT_SCALE"
 #define PERSEUS_DEFAULT_ALLREDUCE_GRADIENT_SCALE 10.0
 
-/* PERSEUS_OFFLINE_NEG: offline gradient negotiation. Allowed: 0 or 1. Since 1.5.0. */
+/* PERSEUS_OFFLINE_NEG: 1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs. Allowed: 0 or 1. Since 1.5.0. */
 #define PERSEUS_ENV_OFFLINE_NEG "PERSEUS_OFFLINE_NEG"
 #define PERSEUS_DEFAULT_OFFLINE_NEG 0
 

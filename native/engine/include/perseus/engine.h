@@ -32,7 +32,7 @@ extern "C" {
 #define PERSEUS_ENGINE_API
 #endif
 
-#define PERSEUS_ENGINE_ABI_VERSION 1
+#define PERSEUS_ENGINE_ABI_VERSION 2
 
 typedef enum perseus_engine_status {
   PERSEUS_ENGINE_OK = 0,
@@ -80,6 +80,8 @@ typedef struct perseus_engine_options {
   double cycle_ms;      /* negotiation cycle (PERSEUS_CYCLE_TIME_MS), default 1 */
   char iface[64];       /* PERSEUS_GLOO_NETWORK_INTERFACE / GLOO_SOCKET_IFNAME; "" = by address */
   char hostname[256];   /* address this rank's Gloo pairs listen on when iface is ""; "" = automatic */
+  int offline_neg;      /* PERSEUS_OFFLINE_NEG: 1 = once the collectives repeat, run them from the agreed
+                           plan without negotiating each cycle (see native/engine/README.md) */
 } perseus_engine_options;
 
 typedef struct perseus_engine_info {
@@ -90,6 +92,9 @@ typedef struct perseus_engine_info {
   uint64_t collectives;      /* Gloo collectives this rank issued (negotiation excluded) */
   uint64_t fused_groups;     /* allreduce groups that carried more than one tensor */
   uint64_t negotiation_cycles;
+  uint64_t offline_batches;  /* batches run from the offline plan (PERSEUS_OFFLINE_NEG=1) */
+  int offline;               /* 1: the offline plan is in use */
+  int plan_collectives;      /* collectives in the offline plan (0: none yet) */
 } perseus_engine_info;
 
 typedef struct perseus_engine perseus_engine;
@@ -103,7 +108,7 @@ PERSEUS_ENGINE_API const char* perseus_engine_status_string(perseus_engine_statu
  * automatic fusion, timeout 60 s. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_engine_options* options);
 /* Reads PERSEUS_ALLREDUCE_DTYPE, _MODE, _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK,
- * PERSEUS_CYCLE_TIME_MS, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
+ * PERSEUS_CYCLE_TIME_MS, PERSEUS_OFFLINE_NEG, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
  * GLOO_SOCKET_IFNAME); a bad value fails naming the variable and what it accepts. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options);
 

@@ -11,7 +11,7 @@ import ctypes
 import os
 from typing import Optional
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 MAX_DIMS = 8
 LIBRARY_ENV = "PERSEUS_ENGINE_LIBRARY"
 PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libperseus_engine.so")
@@ -34,6 +34,7 @@ class Options(ctypes.Structure):
         ("cycle_ms", ctypes.c_double),
         ("iface", ctypes.c_char * 64),
         ("hostname", ctypes.c_char * 256),
+        ("offline_neg", ctypes.c_int),
     ]
 
 
@@ -41,7 +42,8 @@ class Info(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int) for name in (
         "rank", "size", "local_rank", "local_size", "node", "num_nodes", "streams",
         "hierarchical", "intra_fp16", "inter_fp16")] + [
-        ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64)]
+        ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64),
+        ("offline_batches", ctypes.c_uint64), ("offline", ctypes.c_int), ("plan_collectives", ctypes.c_int)]
 
 
 class EngineLibraryError(RuntimeError):
