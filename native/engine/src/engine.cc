@@ -609,6 +609,7 @@ perseus_engine_info Engine::info() {
   i.offline_batches = offline_batches_;
   i.offline = offline_active_ ? 1 : 0;
   i.plan_collectives = plan_collectives_;
+  i.renegotiations = renegotiations_;
   return i;
 }
 

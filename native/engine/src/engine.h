@@ -75,6 +75,9 @@ class Engine {
   // PERSEUS_OFFLINE_NEG (engine_offline.cc): one step of the offline loop (false: the loop ends)
   bool offline_cycle();
   bool next_batch_submitted() const;  // mu_ held
+  bool run_next_batch(std::chrono::steady_clock::time_point deadline);
+  bool shutdown_requested();
+  bool renegotiate(bool shutdown, const std::string& off_plan);
   void deviate(const std::string& what);
   bool poll_abort();
   std::string abort_after_failure();  // a stream's collective failed: another rank's deviation, if any
@@ -119,7 +122,7 @@ class Engine {
   std::unique_ptr<PlanLearner> learner_;
   std::unique_ptr<OfflinePlan> offline_;
   std::atomic<bool> offline_active_{false};
-  std::atomic<uint64_t> offline_batches_{0};
+  std::atomic<uint64_t> offline_batches_{0}, renegotiations_{0};
   std::atomic<int> plan_collectives_{0};
   bool waiting_ = false;  // offline: a submission waits for the plan's next batch since waiting_since_
   std::chrono::steady_clock::time_point waiting_since_, last_abort_poll_;

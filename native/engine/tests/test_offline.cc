@@ -79,7 +79,7 @@ TEST(OfflinePlan, ChecksNameAndRequest) {
 
 namespace {
 
-void run_offline_ranks(const std::function<void(Engine&, int)>& body) {
+void run_offline_ranks(const std::function<void(Engine&, int)>& body, int timeout_seconds = 20) {
   int port = 0;
   {
     TcpStoreServer probe("127.0.0.1", 0);
@@ -94,7 +94,7 @@ void run_offline_ranks(const std::function<void(Engine&, int)>& body) {
       o.size = 2;
       o.master_port = port;
       o.wire_dtype = 1;
-      o.timeout_seconds = 20;
+      o.timeout_seconds = timeout_seconds;
       o.offline_neg = 1;
       std::strcpy(o.master_addr, "127.0.0.1");
       Engine engine(o);
@@ -150,16 +150,47 @@ TEST(EngineOffline, ARankThatLeavesThePlanFailsEveryRankWithOneMessage) {
   run_offline_ranks([&](Engine& e, int rank) {
     for (int s = 0; s < 3; ++s) step(e, rank, s);
     ASSERT_EQ(e.info().offline, 1);
-    std::vector<float> a(8, 1.0f), z(2, 1.0f);
-    int64_t h = rank == 1 ? e.submit(allreduce("z", 2), z.data(), nullptr)
-                          : e.submit(allreduce("a", 8), a.data(), nullptr);
+    std::vector<float> a(8, 1.0f), b(3, 1.0f), c(100, 1.0f), z(2, 1.0f);
+    int64_t h = 0;
+    if (rank == 1) {
+      h = e.submit(allreduce("z", 2), z.data(), nullptr);
+    } else {  // a whole step of the plan: its first batch waits for rank 1
+      h = e.submit(allreduce("a", 8), a.data(), nullptr);
+      e.submit(allreduce("b", 3), b.data(), nullptr);
+      e.submit(allreduce("c", 100), c.data(), nullptr);
+    }
     statuses[rank] = wait_status(e, h, &errors[rank]);
-  });  // rank 1's engine closes when its thread ends: rank 0's allreduce with it fails then
+  }, /*timeout_seconds=*/3);  // rank 1 waits for the others to leave the plan too, rank 0 for rank 1's 'a'
   EXPECT_EQ(statuses[1], PERSEUS_ENGINE_MISMATCH);
   EXPECT_EQ(statuses[0], PERSEUS_ENGINE_MISMATCH);
   EXPECT_NE(errors[1].find("PERSEUS_OFFLINE_NEG=1: rank 1 left the plan of 3 collectives"), std::string::npos) << errors[1];
   EXPECT_NE(errors[1].find("'z' (allreduce float32[2] sum) is not one of the 3 collectives"), std::string::npos);
+  EXPECT_NE(errors[1].find("the other ranks did not leave the plan too within GLOO_TIMEOUT_SECONDS=3"), std::string::npos);
   EXPECT_EQ(errors[0], errors[1]);
+}
+
+TEST(EngineOffline, RanksThatLeaveThePlanTogetherNegotiateAgainAndLearnANewPlan) {
+  run_offline_ranks([](Engine& e, int rank) {
+    for (int s = 0; s < 3; ++s) step(e, rank, s);
+    ASSERT_EQ(e.info().offline, 1);
+    // a new phase: other collectives, rank 0 submits one of the old plan after the first new one
+    for (int s = 0; s < 4; ++s) {
+      std::vector<float> x(6, float(rank + s)), a(8, 1.0f);
+      int64_t hx = e.submit(allreduce("x", 6), x.data(), nullptr);
+      int64_t ha = e.submit(allreduce("a", 8), a.data(), nullptr);
+      ASSERT_EQ(wait_status(e, hx), PERSEUS_ENGINE_OK);
+      ASSERT_EQ(wait_status(e, ha), PERSEUS_ENGINE_OK);
+      e.release(hx);
+      e.release(ha);
+      EXPECT_EQ(x[5], float(1 + 2 * s));
+      EXPECT_EQ(a[7], 2.0f);
+    }
+    auto info = e.info();
+    EXPECT_EQ(info.renegotiations, 1u);
+    EXPECT_EQ(info.offline, 1);
+    EXPECT_EQ(info.plan_collectives, 2);
+    e.shutdown();
+  });
 }
 
 TEST(PlanLearner, StepsInAnotherOrderStillRepeat) {

@@ -153,13 +153,15 @@ def case_offline(eng, rank, size):
 
 
 def case_offline_leave(eng, rank, size):
-    """After the switch rank 1 submits g/a with another shape: every rank fails with its message."""
+    """After the switch rank 1 submits g/a with another shape while rank 0 runs a step of the plan."""
     for step in range(3):
         offline_step(eng, rank, size, step)
-    buf = array.array("f", [1.0] * (8 if rank == 1 else 7))
     errors = []
     try:
-        eng.allreduce("g/a", buf)
+        if rank == 1:
+            eng.allreduce("g/a", array.array("f", [1.0] * 8))
+        else:
+            offline_step(eng, rank, size, 3)
     except engine.EngineError as exc:
         errors.append([type(exc).__name__, str(exc)])
     try:
@@ -168,6 +170,21 @@ def case_offline_leave(eng, rank, size):
         errors.append([type(exc).__name__, str(exc)])
     report(rank=rank, offline=True, errors=errors)
     sys.exit(0)
+
+
+def case_offline_phases(eng, rank, size):
+    """Training, an evaluation phase (other collectives: every rank leaves the plan together), training."""
+    sums = [offline_step(eng, rank, size, step) for step in range(3)]
+    evals = []
+    for step in range(4):
+        acc = array.array("d", [float(rank + step)])
+        handle = eng.allreduce_async("eval/acc", acc)
+        rows, _ = eng.allgather("eval/rows", array.array("i", [rank, step]), shape=(1, 2))
+        handle.wait()
+        evals.append([acc[0], list(array.array("i", bytes(rows)))])
+    in_eval = eng.info()
+    sums += [offline_step(eng, rank, size, step) for step in range(3, 6)]
+    report(rank=rank, sums=sums, evals=evals, in_eval=in_eval, info=eng.info())
 
 
 def main():

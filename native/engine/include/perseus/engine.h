@@ -95,6 +95,7 @@ typedef struct perseus_engine_info {
   uint64_t offline_batches;  /* batches run from the offline plan (PERSEUS_OFFLINE_NEG=1) */
   int offline;               /* 1: the offline plan is in use */
   int plan_collectives;      /* collectives in the offline plan (0: none yet) */
+  uint64_t renegotiations;   /* times the ranks left the plan together and negotiated again */
 } perseus_engine_info;
 
 typedef struct perseus_engine perseus_engine;

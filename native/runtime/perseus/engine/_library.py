@@ -43,7 +43,8 @@ class Info(ctypes.Structure):
         "rank", "size", "local_rank", "local_size", "node", "num_nodes", "streams",
         "hierarchical", "intra_fp16", "inter_fp16")] + [
         ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64),
-        ("offline_batches", ctypes.c_uint64), ("offline", ctypes.c_int), ("plan_collectives", ctypes.c_int)]
+        ("offline_batches", ctypes.c_uint64), ("offline", ctypes.c_int), ("plan_collectives", ctypes.c_int),
+        ("renegotiations", ctypes.c_uint64)]
 
 
 class EngineLibraryError(RuntimeError):
