@@ -38,7 +38,7 @@ def worker(variant: str, sizes: List[int], reps: int) -> None:
         from perseus import engine
 
         eng = engine.Engine(rank, 2, 0, 1, rank, ADDRESSES[0], int(os.environ["PERSEUS_MASTER_PORT"]),
-                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=0)
+                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=0, streams=1)
         for mib in sizes:
             buf = array.array("f", bytes(mib * MIB))
             times, sent = [], []

@@ -4,7 +4,10 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +51,16 @@ std::string route_address(const std::string& master, int port) {
 
 std::vector<char> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
+// A write to a peer that closed raises SIGPIPE in the writing thread, which kills a host program that
+// does not ignore it (Python does; a C++ host may not). The engine's threads (and Gloo's device loop,
+// created by a thread with this mask) block it: the write fails with EPIPE and the collective reports it.
+void block_sigpipe(sigset_t* previous = nullptr) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, previous);
+}
+
 }  // namespace
 
 // ---- Op -----------------------------------------------------------------------------------------
@@ -81,7 +94,10 @@ void Op::part_done(perseus_engine_status s, const std::string& message) {
 Engine::Engine(const perseus_engine_options& options) : options_(options), table_(options.size) {
   if (options_.offline_neg) learner_ = std::make_unique<PlanLearner>();
   rendezvous();
-  negotiator_ = std::thread([this] { negotiate_loop(); });
+  negotiator_ = std::thread([this] {
+    block_sigpipe();
+    negotiate_loop();
+  });
 }
 
 void Engine::rendezvous() {
@@ -101,7 +117,10 @@ void Engine::rendezvous() {
     } else {
       attr.hostname = size > 1 ? route_address(options_.master_addr, options_.master_port) : "127.0.0.1";
     }
+    sigset_t previous;
+    block_sigpipe(&previous);  // Gloo's loop thread starts here and inherits the mask
     device_ = gloo::transport::tcp::CreateDevice(attr);
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   } catch (const EngineError&) {
     throw;
   } catch (const std::exception& e) {
@@ -172,9 +191,13 @@ void Engine::rendezvous() {
                           std::to_string(options_.timeout_seconds) +
                           ", or the address peers use for this rank is wrong: set PERSEUS_GLOO_NETWORK_INTERFACE");
   }
+  tuner_ = std::make_unique<StreamTuner>(options_.streams, options_.stream_tuning != 0 && size > 1);
   for (auto& s : streams_) {
     Stream* raw = s.get();
-    s->thread = std::thread([this, raw] { stream_loop(*raw); });
+    s->thread = std::thread([this, raw] {
+      block_sigpipe();
+      stream_loop(*raw);
+    });
   }
 }
 
@@ -301,6 +324,7 @@ void Engine::negotiate_loop() {
 }
 
 void Engine::dispatch(std::vector<Agreed>& ready) {
+  if (tuner_->decision_due()) agree_streams();
   // fp32 allreduces of this cycle are fused per reduce op; everything else runs alone
   std::vector<std::shared_ptr<Op>> fuse[2];
   for (auto& agreed : ready) {
@@ -323,8 +347,16 @@ void Engine::dispatch(std::vector<Agreed>& ready) {
       continue;
     }
     auto shared = std::make_shared<Agreed>(std::move(agreed));
-    enqueue([this, op, shared](Stream& s) { run_single(s, op, *shared); });
+    enqueue([this, op, shared](Stream& s) { run_single(s, op, *shared); }, tuner_->active());
   }
+  struct Group {
+    std::shared_ptr<std::vector<Unit>> units;
+    std::shared_ptr<std::vector<std::shared_ptr<Op>>> ops;
+    int reduce_op;
+    uint64_t bytes;
+  };
+  std::vector<Group> fused;
+  uint64_t total = 0;
   for (int reduce_op = 0; reduce_op < 2; ++reduce_op) {
     auto& ops = fuse[reduce_op];
     if (ops.empty()) continue;
@@ -344,23 +376,69 @@ void Engine::dispatch(std::vector<Agreed>& ready) {
     for (auto& op : ops) {
       if (op->parts_left == 0) op->finish(PERSEUS_ENGINE_OK, "");  // an empty tensor
     }
+    auto group_ops = std::make_shared<std::vector<std::shared_ptr<Op>>>(ops);
     for (auto& g : groups) {
       if (g.empty()) continue;
-      auto units = std::make_shared<std::vector<Unit>>(g);
-      auto group_ops = std::make_shared<std::vector<std::shared_ptr<Op>>>(ops);
-      enqueue([this, units, group_ops, reduce_op](Stream& s) { run_allreduce_fp32(s, *group_ops, *units, reduce_op); });
+      uint64_t bytes = 0;
+      for (const auto& u : g) bytes += u.numel * 4;
+      fused.push_back(Group{std::make_shared<std::vector<Unit>>(g), group_ops, reduce_op, bytes});
+      total += bytes;
     }
+  }
+  if (fused.empty()) return;
+  const StreamTuner::Slot slot = tuner_->on_dispatch(total);
+  for (auto& g : fused) {
+    tuner_->group_started(slot.tag, g.bytes);
+    enqueue([this, g, tag = slot.tag](Stream& s) {
+      run_allreduce_fp32(s, *g.ops, *g.units, g.reduce_op);
+      tuner_->group_done(tag);
+    }, slot.streams);
   }
 }
 
-void Engine::enqueue(std::function<void(Stream&)> task) {
-  Stream& s = *streams_[next_stream_];
-  next_stream_ = (next_stream_ + 1) % streams_.size();
+void Engine::enqueue(std::function<void(Stream&)> task, int streams) {
+  // every rank issues the same tasks with the same counts: the same stream for each
+  Stream& s = *streams_[next_stream_ % size_t(streams)];
+  ++next_stream_;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.queue.push_back([task, &s] { task(s); });
   }
   s.cv.notify_one();
+}
+
+void Engine::agree_streams() {
+  // Every rank is at this same dispatch. Its measured groups need no further dispatch to finish.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options_.timeout_seconds);
+  while (!tuner_->measured_groups_done() && std::chrono::steady_clock::now() < deadline && failure().empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  std::vector<double> mine = tuner_->local_seconds_per_gib();
+  if (!tuner_->measured_groups_done()) mine.assign(mine.size(), std::numeric_limits<double>::infinity());
+  std::vector<double> slowest = mine;
+  try {
+    std::vector<char> bytes(mine.size() * sizeof(double));
+    std::memcpy(bytes.data(), mine.data(), bytes.size());
+    store_->set("perseus/streams/" + std::to_string(options_.rank), bytes);
+    std::vector<std::string> keys;
+    for (int r = 0; r < options_.size; ++r) keys.push_back("perseus/streams/" + std::to_string(r));
+    store_->wait(keys);
+    for (const auto& key : keys) {
+      auto theirs = store_->get(key);
+      if (theirs.size() != bytes.size()) throw std::runtime_error("stream tuner figures of another size under " + key);
+      for (size_t c = 0; c < slowest.size(); ++c) {
+        double v;
+        std::memcpy(&v, theirs.data() + c * sizeof(double), sizeof(double));
+        slowest[c] = std::max(slowest[c], v);
+      }
+    }
+  } catch (const std::exception& e) {
+    // the ranks could not agree: no rank may go on with a count the others may not share
+    std::string message = std::string("perseus engine: the stream tuner could not exchange its figures through the "
+                                      "rendezvous store: ") + e.what() + ". Set PERSEUS_ALLREDUCE_STREAMS to skip the tuning";
+    set_failure(message);
+  }
+  tuner_->decide(slowest);
 }
 
 std::vector<std::string> Engine::stalled() {
@@ -600,6 +678,12 @@ perseus_engine_info Engine::info() {
   i.node = node_;
   i.num_nodes = num_nodes_;
   i.streams = int(streams_.size());
+  i.streams_in_use = tuner_ ? tuner_->active() : i.streams;
+  i.stream_tuning = !tuner_ || !tuner_->tuning() ? 0 : (tuner_->decided() ? 2 : 1);
+  if (tuner_ && tuner_->decided() && tuner_->tuning()) {
+    i.tuned_seconds_per_gib_one = tuner_->agreed()[0];
+    i.tuned_seconds_per_gib_all = tuner_->agreed()[1];
+  }
   i.hierarchical = policy_.hierarchical;
   i.intra_fp16 = policy_.intra_fp16;
   i.inter_fp16 = policy_.inter_fp16;

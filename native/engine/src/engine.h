@@ -18,6 +18,7 @@
 #include "negotiation.h"
 #include "offline.h"
 #include "plan.h"
+#include "stream_tuner.h"
 #include "perseus/engine.h"
 #include "tcp_store.h"
 #include "wire.h"
@@ -82,7 +83,8 @@ class Engine {
   bool poll_abort();
   std::string abort_after_failure();  // a stream's collective failed: another rank's deviation, if any
   void dispatch(std::vector<Agreed>& ready);
-  void enqueue(std::function<void(Stream&)> task);
+  void enqueue(std::function<void(Stream&)> task, int streams);
+  void agree_streams();  // the stream tuner's decision, the same on every rank
   void stream_loop(Stream& s);
   void run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>>& ops,
                           const std::vector<Unit>& units, int reduce_op);
@@ -102,6 +104,7 @@ class Engine {
   std::unique_ptr<Group> control_;
   std::vector<std::unique_ptr<Stream>> streams_;
   size_t next_stream_ = 0;
+  std::unique_ptr<StreamTuner> tuner_;
   Table table_;
   std::map<std::string, std::chrono::steady_clock::time_point> first_seen_;  // rank 0: the stall clock
 

@@ -73,7 +73,10 @@ typedef struct perseus_engine_options {
   int wire_dtype;       /* 0: fp16 with the gradient scale, 1: fp32, 2: fp32 in a node, fp16 between */
   int mode;             /* -1: automatic, 0: one level, 1: two levels (node, then node leaders) */
   float gradient_scale; /* > 0, applied before fp16 compression and removed after */
-  int streams;          /* >= 1: Gloo contexts that carry collectives concurrently */
+  int streams;          /* >= 1: Gloo contexts that carry collectives concurrently (an upper limit) */
+  int stream_tuning;    /* 1 (default when PERSEUS_ALLREDUCE_STREAMS is unset): run the first large
+                           dispatches on 1 stream, the next on `streams`, keep the fewest unless more are
+                           3% faster (every rank the same); 0: use `streams` as given */
   int fusion;           /* PERSEUS_ALLREDUCE_FUSION: -1 automatic, 0 none, 1..128 granularity */
   int nancheck;         /* 1: a non-finite allreduce result fails with PERSEUS_ENGINE_NONFINITE */
   int timeout_seconds;  /* GLOO_TIMEOUT_SECONDS: rendezvous and every collective */
@@ -96,6 +99,9 @@ typedef struct perseus_engine_info {
   int offline;               /* 1: the offline plan is in use */
   int plan_collectives;      /* collectives in the offline plan (0: none yet) */
   uint64_t renegotiations;   /* times the ranks left the plan together and negotiated again */
+  int streams_in_use;        /* the streams fused groups spread over now (the tuner's choice) */
+  int stream_tuning;         /* 0: fixed, 1: measuring, 2: decided */
+  double tuned_seconds_per_gib_one, tuned_seconds_per_gib_all; /* decided: the slowest rank's figures */
 } perseus_engine_info;
 
 typedef struct perseus_engine perseus_engine;
@@ -105,7 +111,7 @@ PERSEUS_ENGINE_API int perseus_engine_abi_version(void);
 PERSEUS_ENGINE_API const char* perseus_engine_last_error(void);
 PERSEUS_ENGINE_API const char* perseus_engine_status_string(perseus_engine_status status);
 
-/* Defaults: rank 0 of 1, master 127.0.0.1, wire dtype 0, automatic mode, scale 10, 1 stream,
+/* Defaults: rank 0 of 1, master 127.0.0.1, wire dtype 0, automatic mode, scale 10, 4 streams tuned,
  * automatic fusion, timeout 60 s. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_engine_options* options);
 /* Reads PERSEUS_ALLREDUCE_DTYPE, _MODE, _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK,

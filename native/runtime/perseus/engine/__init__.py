@@ -150,7 +150,7 @@ class Engine:
                  master_addr: str = "127.0.0.1", master_port: int = 0, serve_store: Optional[bool] = None,
                  hostname: str = "", **policy: Any) -> None:
         """Numbers from the caller; policy keywords (wire_dtype, mode, gradient_scale, streams, fusion, nancheck,
-        timeout_seconds, cycle_ms, iface, offline_neg) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
+        timeout_seconds, cycle_ms, iface, offline_neg, stream_tuning) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
         self._lib = _library.load()
         opts = self._options(policy)
         opts.rank, opts.size, opts.local_rank, opts.local_size = rank, size, local_rank, local_size
@@ -168,8 +168,10 @@ class Engine:
         _check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
         for key, value in policy.items():
             if key not in ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck",
-                           "timeout_seconds", "cycle_ms", "iface", "offline_neg"):
+                           "timeout_seconds", "cycle_ms", "iface", "offline_neg", "stream_tuning"):
                 raise TypeError("unknown engine option {!r}".format(key))
+            if key == "streams" and "stream_tuning" not in policy:
+                opts.stream_tuning = 0  # a count the caller chose is used as it is
             setattr(opts, key, value.encode() if isinstance(value, str) else value)
         return opts
 

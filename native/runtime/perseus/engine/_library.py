@@ -28,6 +28,7 @@ class Options(ctypes.Structure):
         ("mode", ctypes.c_int),
         ("gradient_scale", ctypes.c_float),
         ("streams", ctypes.c_int),
+        ("stream_tuning", ctypes.c_int),
         ("fusion", ctypes.c_int),
         ("nancheck", ctypes.c_int),
         ("timeout_seconds", ctypes.c_int),
@@ -44,7 +45,8 @@ class Info(ctypes.Structure):
         "hierarchical", "intra_fp16", "inter_fp16")] + [
         ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64),
         ("offline_batches", ctypes.c_uint64), ("offline", ctypes.c_int), ("plan_collectives", ctypes.c_int),
-        ("renegotiations", ctypes.c_uint64)]
+        ("renegotiations", ctypes.c_uint64), ("streams_in_use", ctypes.c_int), ("stream_tuning", ctypes.c_int),
+        ("tuned_seconds_per_gib_one", ctypes.c_double), ("tuned_seconds_per_gib_all", ctypes.c_double)]
 
 
 class EngineLibraryError(RuntimeError):
