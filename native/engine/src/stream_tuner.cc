@@ -8,6 +8,9 @@ namespace perseus::engine {
 StreamTuner::StreamTuner(int limit, bool tune) {
   limit = limit < 1 ? 1 : limit;
   candidates_ = (tune && limit > 1) ? std::vector<int>{1, limit} : std::vector<int>{limit};
+  // 1, limit, 1 again: a drift over the first steps (cold caches and allocations, load) then weighs on
+  // both counts alike instead of on whichever runs first
+  phases_ = candidates_.size() == 1 ? std::vector<size_t>{0} : std::vector<size_t>{0, 1, 0};
   active_ = candidates_[0];
   decided_ = candidates_.size() == 1;
   busy_seconds_.assign(candidates_.size(), 0.0);
@@ -17,17 +20,17 @@ StreamTuner::StreamTuner(int limit, bool tune) {
 
 StreamTuner::Slot StreamTuner::on_dispatch(uint64_t bytes) {
   if (decided_ || decision_due()) return Slot{-1, active_};
-  Slot slot{dispatched_ < kWarmup ? -1 : int(position_), candidates_[position_]};
-  if (bytes >= kMinBytes && ++dispatched_ == kWarmup + kMeasured && position_ + 1 < candidates_.size()) {
+  Slot slot{dispatched_ < kWarmup ? -1 : int(phases_[position_]), candidates_[phases_[position_]]};
+  if (bytes >= kMinBytes && ++dispatched_ == kWarmup + kMeasured && position_ + 1 < phases_.size()) {
     ++position_;
     dispatched_ = 0;
-    active_ = candidates_[position_];
+    active_ = candidates_[phases_[position_]];
   }
   return slot;
 }
 
 bool StreamTuner::decision_due() const {
-  return !decided_ && position_ + 1 == candidates_.size() && dispatched_ == kWarmup + kMeasured;
+  return !decided_ && position_ + 1 == phases_.size() && dispatched_ == kWarmup + kMeasured;
 }
 
 bool StreamTuner::measured_groups_done() {

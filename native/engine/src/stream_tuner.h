@@ -4,7 +4,8 @@
 // Several streams pay where one connection cannot fill the network (a cloud VPC caps each TCP flow);
 // where one fills it, concurrent groups only share the link. Unless the user set the variable, the
 // engine measures: the first qualifying dispatches (a negotiation cycle's or plan batch's fused groups
-// of >= kMinBytes) run on one stream, the next ones on all, and it keeps the fewest streams unless more
+// of >= kMinBytes) run on one stream, the next ones on all, the next on one again (so that a drift over
+// the first steps does not favour the count measured last), and it keeps the fewest streams unless more
 // are faster by kMargin. The measure is communication time per byte: the busy periods of this rank's
 // fused groups (from the first group's dispatch while none was in flight to the last one's end) that
 // ran on one candidate only, divided by their bytes. The schedule counts agreed dispatches, so every
@@ -59,7 +60,8 @@ class StreamTuner {
 
  private:
   std::vector<int> candidates_;
-  size_t position_ = 0;  // candidate in use
+  std::vector<size_t> phases_;  // the candidates in measuring order
+  size_t position_ = 0;  // phase in use
   int dispatched_ = 0;   // qualifying dispatches on it
   int active_;
   bool decided_;

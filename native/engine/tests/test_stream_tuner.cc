@@ -36,6 +36,10 @@ TEST(StreamTuner, ScheduleCountsLargeDispatchesOnly) {
   }
   EXPECT_EQ(t.active(), 4);
   for (int i = 0; i < StreamTuner::kWarmup + StreamTuner::kMeasured; ++i) EXPECT_EQ(t.on_dispatch(2u << 20).streams, 4);
+  EXPECT_EQ(t.active(), 1);  // one stream again: drift weighs on both alike
+  EXPECT_FALSE(t.decision_due());
+  for (int i = 0; i < StreamTuner::kWarmup; ++i) EXPECT_EQ(t.on_dispatch(2u << 20).tag, -1);
+  for (int i = 0; i < StreamTuner::kMeasured; ++i) EXPECT_EQ(t.on_dispatch(2u << 20).tag, 0);
   EXPECT_TRUE(t.decision_due());
   t.decide({1.0, 0.5});
   EXPECT_EQ(t.active(), 4);
@@ -80,7 +84,7 @@ TEST(EngineStreamTuner, TwoRanksAgreeOnOneCountAndResultsStayRight) {
       o.timeout_seconds = 30;
       std::strcpy(o.master_addr, "127.0.0.1");
       Engine e(o);
-      const int dispatches = 2 * (StreamTuner::kWarmup + StreamTuner::kMeasured) + 3;
+      const int dispatches = 3 * (StreamTuner::kWarmup + StreamTuner::kMeasured) + 3;
       for (int i = 0; i < dispatches; ++i) {
         std::vector<float> a(300000, float(r + i)), b(300000, 1.0f);  // 2.4 MB a dispatch: two groups
         Request ra{"a", Kind::kAllreduce, PERSEUS_ENGINE_FLOAT32, {300000}, PERSEUS_ENGINE_SUM, 0};
