@@ -187,6 +187,24 @@ def case_offline_phases(eng, rank, size):
     report(rank=rank, sums=sums, evals=evals, in_eval=in_eval, info=eng.info())
 
 
+def case_store_served(eng, rank, size):
+    """Under perseusrun: the store is perseusrun's; nothing listens on PERSEUS_MASTER_PORT (no rank served it)."""
+    import socket
+
+    probe = socket.socket()
+    try:
+        probe.connect(("127.0.0.1", int(os.environ["PERSEUS_MASTER_PORT"])))
+        master_port_served = True
+    except OSError:
+        master_port_served = False
+    finally:
+        probe.close()
+    buf = array.array("f", [float(rank + 1)] * 3)
+    eng.allreduce("x", buf)
+    report(rank=rank, store=os.environ.get("PERSEUS_STORE_ADDR"), master_port_served=master_port_served,
+           value=buf[0])
+
+
 def main():
     case = sys.argv[1]  # ModelArts' own arguments may follow: perseus.launch.detect() reads them
     eng = engine.Engine.from_environment()

@@ -162,6 +162,15 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allgather_result(
     uint64_t* total_bytes);
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_release(perseus_engine* engine, perseus_engine_handle handle);
 
+/* The rendezvous store alone, for a launcher that serves it for the jobs it starts (perseusrun): it
+ * listens on host:port (host "" = every interface, port 0 = a free one, read with _store_port) and serves
+ * until stopped; the ranks then connect with serve_store = 0. */
+typedef struct perseus_engine_store perseus_engine_store;
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_serve(const char* host, int port,
+                                                                    perseus_engine_store** store);
+PERSEUS_ENGINE_API int perseus_engine_store_port(perseus_engine_store* store);
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_stop(perseus_engine_store* store);
+
 #ifdef __cplusplus
 }
 #endif

@@ -133,6 +133,9 @@ def _declare(lib: ctypes.CDLL) -> None:
         "perseus_engine_allgather_result": (c_int, [c_void_p, ctypes.c_int64, p_i64, c_void_p, ctypes.c_uint64,
                                                     ctypes.POINTER(ctypes.c_uint64)]),
         "perseus_engine_release": (c_int, [c_void_p, ctypes.c_int64]),
+        "perseus_engine_store_serve": (c_int, [c_char_p, c_int, ctypes.POINTER(c_void_p)]),
+        "perseus_engine_store_port": (c_int, [c_void_p]),
+        "perseus_engine_store_stop": (c_int, [c_void_p]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
