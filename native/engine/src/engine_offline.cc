@@ -67,8 +67,8 @@ bool Engine::offline_cycle() {
   }
   if (shutdown || !off_plan.empty()) return renegotiate(shutdown, off_plan);
   if (!batch.empty()) {
+    ++offline_batches_;  // before: dispatch may run the batch on this thread, and its waiter may read info
     dispatch(batch);
-    ++offline_batches_;
     return true;
   }
   return !poll_abort();
@@ -95,8 +95,8 @@ bool Engine::run_next_batch(std::chrono::steady_clock::time_point deadline) {
     for (const auto& entry : offline_->next()) batch.push_back(Agreed{entry.name, entry.per_rank, ""});
     offline_->advance();
   }
-  dispatch(batch);
   ++offline_batches_;
+  dispatch(batch);
   return true;
 }
 

@@ -50,9 +50,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     store = None
     if job.master_local:
         store, why_not = served_store.start()
-        if store is None:
+        if store is None and why_not:
             print("perseusrun: note: rank 0 serves the engine's rendezvous store ({})".format(why_not), file=sys.stderr)
-        else:
+        elif store is not None:
             if job.held_port is not None:
                 job.held_port.release()  # the plan is built again, with the store's address
             job = planning.build(options, environ, "{}:{}".format(job.master_addr, store.port))

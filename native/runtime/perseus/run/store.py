@@ -42,8 +42,16 @@ class StoreProcess:
 
 
 def start() -> Tuple[Optional[StoreProcess], Optional[str]]:
-    """(the serving child, None), or (None, why the ranks' rank 0 serves the store instead)."""
+    """(the serving child, None), or (None, why the ranks' rank 0 serves the store instead; None when this
+    installation has no engine library at all: nothing to say to a job that cannot use the engine)."""
+    import os
+
+    from perseus.engine import _library
+
     from .supervisor import _die_with_parent
+
+    if not os.environ.get(_library.LIBRARY_ENV) and not os.path.isfile(_library.PACKAGED):
+        return None, None
 
     popen = subprocess.Popen([sys.executable, "-m", "perseus.run.store"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
