@@ -32,7 +32,7 @@ VARIANTS = ("engine_fp32", "engine_fp16", "torch_fp32", "torch_fp16")
 MIB = 1 << 20
 
 
-def worker(variant: str, sizes: List[int], reps: int) -> None:
+def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False) -> None:
     rank = int(os.environ["RANK"])
     results = []
     if variant.startswith("engine"):
@@ -44,9 +44,10 @@ def worker(variant: str, sizes: List[int], reps: int) -> None:
             buf = array.array("f", bytes(mib * MIB))
             times, sent = [], []
             for rep in range(reps + 1):  # the first is a warm-up
-                eng.barrier("b{}-{}".format(mib, rep))
+                # the same names every rep (what PERSEUS_OFFLINE_NEG=1 needs to skip negotiation) or new ones
+                eng.barrier("b{}".format(mib) if same_names else "b{}-{}".format(mib, rep))
                 before, start = tx_bytes(), time.perf_counter()
-                eng.allreduce("x{}-{}".format(mib, rep), buf, op="average")
+                eng.allreduce("x{}".format(mib) if same_names else "x{}-{}".format(mib, rep), buf, op="average")
                 took, bytes_sent = time.perf_counter() - start, tx_bytes() - before
                 if rep:
                     times.append(took)
@@ -87,7 +88,8 @@ def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -
                 "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "native" / "runtime"), env.get("PYTHONPATH", "")])})
     procs = []
     for rank in range(2):
-        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant, "--sizes", args.sizes,
+        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant, "--sizes", args.sizes] + (
+            ["--same-names"] if args.same_names else []) + [
                 "--reps", str(args.reps)]
         procs.append(subprocess.Popen(link.command(rank, argv), env=dict(env, RANK=str(rank)),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True))
@@ -107,11 +109,13 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="which variants, comma-separated")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per variant")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--same-names", action="store_true",
+                        help="engine: one name per size for every rep (with PERSEUS_OFFLINE_NEG=1: the offline plan)")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.worker:
-        worker(args.worker, sizes, args.reps)
+        worker(args.worker, sizes, args.reps, args.same_names)
         return
     why = missing_requirement()
     if why:

@@ -258,6 +258,12 @@ void Engine::release(int64_t handle) {
 
 void Engine::negotiate_loop() {
   const auto cycle = std::chrono::microseconds(int64_t(options_.cycle_ms * 1000));
+  // Eager cycles: while collectives this rank announced wait for other ranks, the next allgather starts at
+  // once instead of after a cycle. It then waits in Gloo for the others' next cycle, which a late rank
+  // starts the moment it submits: the collective is agreed one round trip after the last submission
+  // rather than up to a cycle later. Bounded, so that ranks waiting for each other do not spin.
+  constexpr int kMaxEagerCycles = 64;
+  int eager_streak = 0;
   while (true) {
     if (offline_) {
       if (!offline_cycle()) break;
@@ -266,7 +272,9 @@ void Engine::negotiate_loop() {
     Announcement mine;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      submitted_cv_.wait_for(lock, cycle, [&] { return !submitted_.empty() || shutdown_requested_; });
+      const bool eager = !announced_.empty() && eager_streak < kMaxEagerCycles;
+      eager_streak = eager ? eager_streak + 1 : 0;
+      if (!eager) submitted_cv_.wait_for(lock, cycle, [&] { return !submitted_.empty() || shutdown_requested_; });
       for (auto& op : submitted_) {
         mine.requests.push_back(op->request);
         announced_[op->request.name] = op;
@@ -296,6 +304,7 @@ void Engine::negotiate_loop() {
       break;
     }
     auto ready = table_.take_ready();
+    if (!ready.empty()) eager_streak = 0;
     if (learner_ && !ready.empty()) learner_->add_cycle(ready);
     dispatch(ready);
     apply_aborts(aborts);  // after take_ready: a collective that completed this cycle is not aborted
