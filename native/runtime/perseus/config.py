@@ -161,7 +161,9 @@ class PerseusConfig:
         "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     streams: int = variable(
         "PERSEUS_ALLREDUCE_STREAMS", 4, _int_range(1, 12), "1-12",
-        "number of communicators that carry fused buffers concurrently", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "number of communicators that carry fused buffers concurrently; unset, 4 is an upper limit and the first "
+        "large steps measure 1 against 4 and keep the fewest unless more are 3% faster (all ranks agree)",
+        honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     fusion: Optional[int] = variable(  # None: automatic granularity
         "PERSEUS_ALLREDUCE_FUSION", None, _int_range(0, 128), "0-128 (empty: automatic)",
         "gradient fusion granularity handed to the fusion planner", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
@@ -182,7 +184,9 @@ class PerseusConfig:
         "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     offline_neg: bool = variable(
         "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
-        "offline gradient negotiation", honoured_by=())
+        "1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed "
+        "plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs",
+        honoured_by=ENGINE_FRAMEWORKS)
     perf_check_n_steps: int = variable(
         "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")

@@ -9,7 +9,8 @@ from .errors import UsageError
 
 # The variables perseusrun sets for each rank; passing them with -x would contradict the plan.
 RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
-                  "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "PERSEUS_MASTER_PORT", "PERSEUS_LAUNCHER")
+                  "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "PERSEUS_MASTER_PORT", "PERSEUS_LAUNCHER",
+                  "PERSEUS_STORE_ADDR")
 # Forwarded to ranks that do not inherit this environment (ssh and mpirun ranks), besides -x ones.
 FORWARD_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX")
 FORWARD_PREFIXES = ("PERSEUS_", "NCCL_", "GLOO_")
