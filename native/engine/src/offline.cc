@@ -53,7 +53,7 @@ bool PlanLearner::try_finish(std::vector<PlanBatch>* plan) const {
   plan->clear();
   uint64_t cycle = 0;
   for (size_t i = n - length; i < n; ++i) {
-    if (plan->empty() || history_[i].cycle != cycle) plan->emplace_back();
+    if (plan->empty() || history_[i].cycle != cycle || plan->back().size() == kMaxBatch) plan->emplace_back();
     cycle = history_[i].cycle;
     plan->back().push_back(history_[i].entry);
   }

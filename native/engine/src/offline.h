@@ -35,6 +35,10 @@ class PlanLearner {
   bool try_finish(std::vector<PlanBatch>* plan) const;
 
   static constexpr size_t kMaxHistory = 1u << 16;
+  // A batch runs once this rank submitted all of it: a step agreed in one cycle would otherwise wait for
+  // its last collective before any transfer starts, where online negotiation starts on the first ones
+  // while the rest are being submitted. Batches of at most kMaxBatch keep that overlap (in plan order).
+  static constexpr size_t kMaxBatch = 16;
 
  private:
   struct Item {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "errors.h"
 #include "perseus/variables.h"
@@ -101,6 +102,17 @@ void options_from_env(perseus_engine_options* o) {
   }
   if (const char* v = env(PERSEUS_ENV_OFFLINE_NEG)) {
     o->offline_neg = int(parse_int(PERSEUS_ENV_OFFLINE_NEG, v, 0, 1, "0 (negotiate every cycle) or 1 (offline plan)"));
+  }
+  if (const char* v = env("PERSEUS_STORE_ADDR")) {  // perseusrun serves the store: join it, serve none
+    const char* colon = std::strrchr(v, ':');
+    if (colon == nullptr || colon == v) {
+      throw invalid_argument(std::string("PERSEUS_STORE_ADDR='") + v + "' is not HOST:PORT (perseusrun sets it; unset "
+                             "it when launching otherwise)");
+    }
+    std::string host(v, size_t(colon - v));
+    o->master_port = int(parse_int("PERSEUS_STORE_ADDR's port", colon + 1, 1, 65535, "a TCP port 1-65535"));
+    copy_text(o->master_addr, sizeof(o->master_addr), host.c_str(), "PERSEUS_STORE_ADDR's host");
+    o->serve_store = 0;
   }
   const char* iface = env(PERSEUS_ENV_GLOO_NETWORK_INTERFACE);
   if (iface == nullptr) iface = env("GLOO_SOCKET_IFNAME");

@@ -193,6 +193,20 @@ TEST(EngineOffline, RanksThatLeaveThePlanTogetherNegotiateAgainAndLearnANewPlan)
   });
 }
 
+TEST(PlanLearner, LongBatchesAreCutSoThatTransfersStartEarly) {
+  PlanLearner learner;
+  std::vector<PlanBatch> plan;
+  std::vector<Agreed> step;
+  for (int i = 0; i < 40; ++i) step.push_back(agreed(allreduce("g" + std::to_string(100 + i), 4)));
+  learner.add_cycle(step);
+  learner.add_cycle(step);
+  ASSERT_TRUE(learner.try_finish(&plan));
+  ASSERT_EQ(plan.size(), 3u);  // 16 + 16 + 8, in agreed order
+  EXPECT_EQ(plan[0].size(), PlanLearner::kMaxBatch);
+  EXPECT_EQ(plan[2].size(), 8u);
+  EXPECT_EQ(plan[1][0].name, "g116");
+}
+
 TEST(PlanLearner, StepsInAnotherOrderStillRepeat) {
   PlanLearner learner;
   std::vector<PlanBatch> plan;

@@ -116,7 +116,8 @@ PERSEUS_ENGINE_API const char* perseus_engine_status_string(perseus_engine_statu
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_engine_options* options);
 /* Reads PERSEUS_ALLREDUCE_DTYPE, _MODE, _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK,
  * PERSEUS_CYCLE_TIME_MS, PERSEUS_OFFLINE_NEG, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
- * GLOO_SOCKET_IFNAME); a bad value fails naming the variable and what it accepts. */
+ * GLOO_SOCKET_IFNAME), and PERSEUS_STORE_ADDR (HOST:PORT of the store perseusrun serves: master_addr,
+ * master_port, serve_store = 0); a bad value fails naming the variable and what it accepts. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options);
 
 /* Under a plain mpirun (no MASTER_ADDR): rank, size, local rank/size, node rank, rank 0's address and a
