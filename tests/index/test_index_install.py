@@ -56,8 +56,7 @@ def _pip(env: Venv, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _local_cell(local_build):
-    (result,) = local_build.report.results
-    return result.plan.cell
+    return local_build.torch_result.plan.cell
 
 
 def test_pip_install_from_the_folder_index(local_build, mirror, torch_env):
