@@ -85,8 +85,25 @@ torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_t
     "$REPO_ROOT/native/bindings/torch"
 }
 
+built_wheel() {  # built_wheel DISTRIBUTION FRAMEWORK_VERSION: the wheel of $AIACC_BUILT_MIRROR (set by dev/test.sh
+  # after its build-local-cell stage), or nothing
+  local found
+  [ -n "${AIACC_BUILT_MIRROR:-}" ] || return 0
+  for found in "$AIACC_BUILT_MIRROR"/cpu/"$1"-*+"$2"-*.whl; do
+    [ -f "$found" ] && echo "$found"
+  done
+  return 0
+}
+
 tensorflow_binding() {  # tensorflow-cpu 2.21.0 + the perseus_tensorflow binding into .venv (next to torch)
   "$VENV/bin/python" -m pip install -q tensorflow-cpu==2.21.0 scikit-build-core ninja
+  local wheel
+  wheel="$(built_wheel perseus_tensorflow 2.21.0)"
+  if [ -n "$wheel" ]; then  # built, repaired and tested by the build-local-cell stage: not compiled twice
+    echo "perseus_tensorflow: installing $wheel"
+    "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
+    return 0
+  fi
   CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps \
     -C "build-dir=$REPO_ROOT/native/build-tensorflow" \
     -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \

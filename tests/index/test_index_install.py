@@ -56,8 +56,7 @@ def _pip(env: Venv, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _local_cell(local_build):
-    (result,) = local_build.report.results
-    return result.plan.cell
+    return local_build.torch_result.plan.cell
 
 
 def test_pip_install_from_the_folder_index(local_build, mirror, torch_env):
@@ -98,8 +97,10 @@ def test_every_served_file_matches_sha256sums(local_build, mirror):
 
 def test_served_manifest_points_at_served_files(local_build, mirror):
     manifest = requests.get(f"{mirror.url}/manifest.json", timeout=10).json()
-    (built,) = [c for c in manifest["cells"] if c["status"] == "built"]
-    head = requests.head(f"{mirror.url}/{naming.url_path(built['path'])}", timeout=10)
-    assert head.status_code == 200 and int(head.headers["Content-Length"]) == built["size"]
+    built_cells = [c for c in manifest["cells"] if c["status"] == "built"]
+    assert len(built_cells) == 3  # torch, TensorFlow, MXNet
+    for built in built_cells:
+        head = requests.head(f"{mirror.url}/{naming.url_path(built['path'])}", timeout=10)
+        assert head.status_code == 200 and int(head.headers["Content-Length"]) == built["size"]
     common = requests.head(f"{mirror.url}/{manifest['common']['path']}", timeout=10)
     assert common.status_code == 200

@@ -111,7 +111,8 @@ def test_offline_install_from_a_local_folder(script, local_build, torch_env):
 
 
 def _local_wheel(local_build) -> str:
-    (built,) = [c for c in json.loads((local_build.root / "manifest.json").read_text())["cells"] if c["status"] == "built"]
+    (built,) = [c for c in json.loads((local_build.root / "manifest.json").read_text())["cells"]
+                if c["status"] == "built" and c["framework"] == "torch"]
     return built["path"]
 
 
@@ -209,7 +210,7 @@ def _next_release_mirror(local_build, release, folder: Path, break_import: bool)
         new_path = naming.wheel_path(new_by_old[record["path"]])
         if record["status"] == "built":
             edit = None
-            if break_import:
+            if break_import and record["framework"] == "torch":
                 name = "perseus/torch/build_manifest.json"
                 build = json.loads(subprocess.run(["unzip", "-p", str(mirror / record["path"]), name], capture_output=True, check=True).stdout)
                 edit = {name: json.dumps(dict(build, torch_version="2.12.0+cpu")).encode()}

@@ -104,16 +104,3 @@ def test_real_mxnet_refuses_a_wheel_built_for_another(mxnet_python, tmp_path):
 def test_real_library_whose_manifest_file_was_swapped(mxnet_python, tmp_path):
     line = _load_altered(mxnet_python, tmp_path, "system", "Linux-aarch64")
     assert line.startswith("BrokenInstallError: ") and "is inconsistent" in line
-
-
-def test_sync_batch_norm_fails_saying_it_is_not_supported_yet(mxnet_python):
-    import os
-    import subprocess
-
-    code = ("import mxnet as mx, perseus.mxnet\n"
-            "try:\n    mx.gluon.contrib.nn.PerseusSyncBatchNorm(comm_scope=1)\n"
-            "except NotImplementedError as e:\n    print(e)\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(BINDING.parents[1] / "runtime"), str(BINDING)]))
-    out = subprocess.run([mxnet_python, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         universal_newlines=True, timeout=120).stdout
-    assert "not supported yet: PerseusSyncBatchNorm" in out, out

@@ -1,4 +1,6 @@
-"""perseus/examples/tensorflow_keras_mnist.py runs as its docstring launches it (2 CPU processes)."""
+"""The TensorFlow examples perseus-common ships (native/runtime/perseus/examples/) run as their docstrings
+launch them: `perseusrun -np 2 -- python <example>` on 2 CPU processes, synthetic data."""
+import json
 import os
 import re
 import socket
@@ -8,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "native" / "runtime" / "perseus" / "examples" / "tensorflow_keras_mnist.py"
+EXAMPLES = Path(__file__).resolve().parents[2] / "native" / "runtime" / "perseus" / "examples"
+RESULT = re.compile(r"RESULT ")
 
 
 def _free_ports(n):
@@ -22,15 +25,55 @@ def _free_ports(n):
             s.close()
 
 
-@pytest.mark.usefixtures("ops")
-def test_keras_mnist_example_on_two_ranks():
+def run_example(name, *args, cwd=None):
     master, store = _free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PERSEUS_", "GLOO_", "MASTER_", "RANK", "WORLD_SIZE", "LOCAL_"))}
     env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "TF_CPP_MIN_LOG_LEVEL": "3"})
-    done = subprocess.run([str(Path(sys.executable).with_name("perseusrun")), "-np", "2", "--", sys.executable, str(EXAMPLE),
-                           "--epochs", "3", "--steps-per-epoch", "20"], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run([str(Path(sys.executable).with_name("perseusrun")), "-np", "2", "--", sys.executable,
+                           str(EXAMPLES / name), *args], env=env, capture_output=True, text=True, timeout=300, cwd=cwd)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    found = re.search(r"ranks: 2; loss per epoch \(averaged over ranks\): ([\d., ]+);", done.stdout)
-    assert found, done.stdout[-3000:]
+    return done.stdout
+
+
+def rank_results(stdout):
+    """One RESULT per rank, found anywhere in the relayed output (a launcher can glue two ranks' lines)."""
+    found = sorted((json.JSONDecoder().raw_decode(stdout[m.end():])[0] for m in RESULT.finditer(stdout)),
+                   key=lambda r: r["rank"])
+    assert [r["rank"] for r in found] == [0, 1], stdout[-3000:]
+    assert all(r["size"] == 2 for r in found)
+    return found
+
+
+@pytest.mark.usefixtures("ops")
+def test_keras_mnist_example_on_two_ranks():
+    stdout = run_example("tensorflow_keras_mnist.py", "--epochs", "3", "--steps-per-epoch", "20")
+    found = re.search(r"ranks: 2; loss per epoch \(averaged over ranks\): ([\d., ]+);", stdout)
+    assert found, stdout[-3000:]
     losses = [float(v) for v in found.group(1).split(",")]
     assert len(losses) == 3 and losses[-1] < losses[0], losses
+
+
+@pytest.mark.usefixtures("ops")
+@pytest.mark.parametrize("extra", [[], ["--plain-session"]], ids=["monitored-session", "plain-session"])
+def test_tf1_session_example(extra):
+    r0, r1 = rank_results(run_example("tensorflow_sess.py", "--steps", "150", *extra))
+    assert r0["variables"] == r1["variables"]  # rank 0's initial variables, then the same averaged updates
+    for r in (r0, r1):
+        assert r["steps"] == 150 and r["last_loss"] < 0.5 * r["first_loss"], r
+
+
+@pytest.mark.usefixtures("ops")
+def test_tf2_eager_example():
+    r0, r1 = rank_results(run_example("tensorflow2_eager.py", "--steps", "60"))
+    assert r0["variables"] == r1["variables"]
+    for r in (r0, r1):
+        assert r["steps"] == 60 and r["last_loss"] < 0.8 * r["first_loss"], r
+
+
+@pytest.mark.usefixtures("ops")
+def test_keras3_example_writes_one_checkpoint(tmp_path):
+    r0, r1 = rank_results(run_example("tensorflow2_keras.py", "--epochs", "4", "--checkpoint-dir", str(tmp_path)))
+    assert r0["variables"] == r1["variables"]
+    assert r0["losses"] == r1["losses"]  # MetricAverageCallback: both ranks log the averaged loss
+    assert r0["losses"][-1] < 0.7 * r0["losses"][0], r0
+    assert [p.name for p in tmp_path.iterdir()] == ["checkpoint.weights.h5"]

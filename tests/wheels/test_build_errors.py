@@ -32,11 +32,11 @@ def _builder(local_build, tmp_path, monkeypatch, error: Exception) -> Builder:
 
 def test_a_failed_cell_is_recorded(local_build, tmp_path, monkeypatch):
     builder = _builder(local_build, tmp_path, monkeypatch, RepairError("auditwheel said no"))
-    report = builder.build(local_build.release.info, local_build.plan)
+    report = builder.build(local_build.release.info, local_build.torch_plan)
     assert [f.error for f in report.failures] == ["RepairError: auditwheel said no"]
 
 
 def test_a_bug_in_the_tool_is_not_recorded_as_a_failed_cell(local_build, tmp_path, monkeypatch):
     builder = _builder(local_build, tmp_path, monkeypatch, ZeroDivisionError("a bug"))
     with pytest.raises(ZeroDivisionError, match="a bug"):
-        builder.build(local_build.release.info, local_build.plan)
+        builder.build(local_build.release.info, local_build.torch_plan)

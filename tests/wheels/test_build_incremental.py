@@ -51,7 +51,7 @@ def test_rebuilds_follow_exactly_what_changed(local_build, shared_cache, tmp_pat
     if (NATIVE_DIR.parent / RECIPE).is_dir():  # the conan recipe builds the core of the native/ beside it
         shutil.copytree(NATIVE_DIR.parent / RECIPE, tmp_path / RECIPE, ignore=shutil.ignore_patterns("__pycache__"))
     cache = shared_cache
-    info, plan = local_build.release.info, local_build.plan
+    info, plan = local_build.release.info, local_build.torch_plan
 
     def build():
         report = Builder(cache, tmp_path / "dist", native_dir=native).build(info, plan)
@@ -62,7 +62,7 @@ def test_rebuilds_follow_exactly_what_changed(local_build, shared_cache, tmp_pat
     # an identical copy of the sources: every step is found in the cache
     report, result = build()
     assert result.reused and report.core_builds == 0 and report.common.reused
-    assert result.fingerprint == local_build.report.results[0].fingerprint
+    assert result.fingerprint == local_build.torch_result.fingerprint
     previous = result
 
     # one binding source changed: its wheel is rebuilt against the cached core; nothing else

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from local_build import LOCAL_KEY, LocalBuild, build_local
+from local_build import DEFAULT_KEYS, LOCAL_KEY, MXNET_KEY, TENSORFLOW_KEY, LocalBuild, build_local
 
 from aiacc_build import naming
 from aiacc_build.hashing import file_sha256
@@ -16,12 +16,12 @@ from aiacc_build.wheels.wheelinfo import read_wheel
 
 
 def _result(local_build: LocalBuild):
-    (result,) = local_build.report.results
-    return result
+    return local_build.torch_result
 
 
-def test_default_plan_builds_exactly_the_local_cell(local_build):
-    assert [p.cell.key for p in local_build.plan.to_build] == [LOCAL_KEY]
+def test_default_plan_builds_the_local_cell_and_one_cpu_cell_per_other_binding(local_build):
+    assert [p.cell.key for p in local_build.plan.to_build] == DEFAULT_KEYS
+    assert [r.plan.cell.key for r in local_build.report.results] == DEFAULT_KEYS
     assert len(local_build.plan.cells) == len(local_build.release.cells)
     assert all(p.reason for p in local_build.plan.deferred)
 
@@ -77,7 +77,9 @@ def test_post_build_test_ran_the_compression_op(local_build):
 
 def test_record_and_manifest_say_built_with_fingerprint(local_build):
     manifest = json.loads((local_build.root / "manifest.json").read_text())
-    (built,) = [c for c in manifest["cells"] if c["status"] == "built"]
+    built_cells = [c for c in manifest["cells"] if c["status"] == "built"]
+    assert sorted(c["key"] for c in built_cells) == sorted(DEFAULT_KEYS)
+    (built,) = [c for c in built_cells if c["key"] == LOCAL_KEY]
     result = _result(local_build)
     assert built["key"] == LOCAL_KEY and built["folder"] == "cpu"
     assert built["sha256"] == result.sha256 and built["fingerprint"] == result.fingerprint
@@ -88,8 +90,22 @@ def test_record_and_manifest_say_built_with_fingerprint(local_build):
 
 def test_second_build_is_a_noop(local_build, tmp_path):
     again = build_local(local_build.dist, local_build.cache_dir)
-    (result,) = again.report.results
+    result = again.torch_result
+    assert all(r.reused and r.smoke is not None and r.smoke.reused for r in again.report.results)
     assert result.reused and result.core is None and again.report.core_builds == 0
     assert again.report.common is not None and again.report.common.reused
     assert result.smoke is not None and result.smoke.reused
     assert result.sha256 == _result(local_build).sha256
+
+
+def test_python_independent_wheels_are_tested_under_their_oldest_and_newest_python(local_build):
+    """One perseus_tensorflow wheel serves Python 3.10-3.13: it is tested in a fresh 3.10 venv (the Python it
+    was built with) and in a fresh 3.13 venv, each with that Python's tensorflow-cpu 2.21.0 file."""
+    smoke = local_build.result(TENSORFLOW_KEY).smoke
+    assert smoke is not None
+    assert "fresh 3.10." in smoke.description and "fresh 3.13." in smoke.description, smoke.description
+    assert "cp310" in smoke.description and "cp313" in smoke.description
+    assert smoke.output.count("perseus.tensorflow 2.0.0+2.21.0 (TensorFlow 2.21.0") == 2, smoke.output
+    mxnet = local_build.result(MXNET_KEY).smoke  # mxnet 1.9.1 runs on 3.9 alone
+    assert mxnet is not None and "fresh 3.9." in mxnet.description and ";" not in mxnet.description
+    assert "perseus.mxnet 2.0.0+1.9.1 (mxnet 1.9.1" in mxnet.output

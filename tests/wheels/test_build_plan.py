@@ -214,3 +214,40 @@ def test_local_index_is_on_disk_but_not_the_default(native, offline, tmp_path):
     assert chosen.status is CellStatus.BUILD
     nowhere = plan_cell(cell, True, offline, native, local_dirs=[], index_dirs=[])
     assert nowhere.status is CellStatus.DEFERRED and "offline" in nowhere.reason
+
+
+def _tf_cell(version: str, cuda: str | None) -> Cell:
+    return Cell(
+        release=RELEASE,
+        release_version="2.0.0",
+        framework=Framework("tensorflow"),
+        framework_version=version,
+        cuda=cuda,
+        python=None,
+        arch=Arch.X86_64,
+        env_pythons=("3.10", "3.13"),
+        build=FrameworkBuild(f"tensorflow{'' if cuda else '-cpu'}=={version}", None, None if cuda else "cpu", None),
+    )
+
+
+def test_default_downloads_the_newest_cpu_cell_of_each_framework_with_nothing_on_disk():
+    def planned(cell: Cell, status: CellStatus, buildable: bool):
+        from aiacc_build.wheels.plan import CellPlan
+
+        return CellPlan(cell=cell, status=status, reason="r", buildable_here=buildable)
+
+    from aiacc_build.wheels.plan import default_downloads
+
+    plans = [
+        planned(LOCAL_CELL, CellStatus.BUILD, True),
+        planned(torch_cell("2.13.0", None, "3.12"), CellStatus.DEFERRED, True),  # torch builds already
+        planned(_tf_cell("2.20.0", None), CellStatus.DEFERRED, True),
+        planned(_tf_cell("2.21.0", "12.5"), CellStatus.DEFERRED, True),  # CUDA: never a default download
+        planned(_tf_cell("2.21.0", None), CellStatus.DEFERRED, True),
+        planned(_tf_cell("2.14.1", None), CellStatus.DEFERRED, True),
+    ]
+    assert default_downloads(plans) == [4]
+    plans[4] = planned(_tf_cell("2.21.0", None), CellStatus.DEFERRED, False)  # e.g. no interpreter here
+    assert default_downloads(plans) == [2]
+    plans[0] = planned(LOCAL_CELL, CellStatus.DEFERRED, True)  # no torch file on this disk: its newest CPU cell
+    assert default_downloads(plans) == [0, 2]  # a tie of versions: the first in matrix order

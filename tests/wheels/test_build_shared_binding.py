@@ -23,7 +23,7 @@ def library_bytes(wheel) -> dict[str, bytes]:
 
 @pytest.mark.skipif(find_interpreter("3.12") is None, reason="no Python 3.12 here")
 def test_a_cell_for_another_python_retags_the_shared_binding(local_build, tmp_path):
-    (first,) = local_build.report.results
+    first = local_build.torch_result
     assert first.plan.facts is not None and first.plan.facts.interface is not None
     # The 3.12 cell of the same torch build: its framework file (not on this disk) has the same C++
     # interface as the 3.11 one (see test_framework_facts), which is what the shared key names.
@@ -44,7 +44,7 @@ def test_a_cell_for_another_python_retags_the_shared_binding(local_build, tmp_pa
 
 def test_without_the_interface_each_python_builds_its_own(local_build, tmp_path):
     """A framework file whose C++ interface is unknown (not inspected) never shares: the key names the cell."""
-    (first,) = local_build.report.results
+    first = local_build.torch_result
     unknown = dataclasses.replace(first.plan, facts=dataclasses.replace(first.plan.facts, interface=None))
     builder = Builder(BuildCache(local_build.cache_dir), tmp_path / "dist", options=BuildOptions(test=False))
     shared = builder._shared_binding_inputs(first.plan.cell, first.plan, _spec(builder), _toolchain())

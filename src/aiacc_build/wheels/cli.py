@@ -103,7 +103,8 @@ def _print_report(report: BuildReport) -> None:
     "selectors",
     multiple=True,
     metavar="SELECTOR",
-    help="Build these cells instead of those whose framework is on this disk: 'all', a key glob "
+    help="Build these cells instead of the default ones (those whose framework is on this disk, and the newest "
+    "CPU cell of each other framework with a binding): 'all', a key glob "
     "(torch-2.13.0/cpu/py3.1*/x86_64) or filters (framework=torch,cuda=13.0,python=3.12). Repeatable.",
 )
 @click.option("--plan-only", is_flag=True, help="Print the plan and stop.")
@@ -147,8 +148,10 @@ def build_cmd(
 ) -> None:
     """Plan every cell of a release, build the buildable ones, and write dist/<release>/.
 
-    By default only cells whose exact framework build already lies on this disk are built (fast:
-    what CI runs); every other cell is reported as deferred, with the reason and its download size.
+    By default (what CI runs) the cells whose exact framework build already lies on this disk are built,
+    plus, for each framework whose binding exists and none of whose cells is on this disk, its newest CPU
+    cell (one framework download each); every other cell is reported as deferred, with the reason and its
+    download size.
     """
     rel = load_release(release or default_release())
     chosen = select(rel.cells, selectors) if selectors else None

@@ -36,7 +36,7 @@ from .plan import BuildPlan, CellPlan, binding_dir
 from .record import load_record, mirror_root, record_of, save_record
 from ..adapters import excluded_libraries
 from .repair import adopt_shared_wheel, check_metadata, repair_and_retag
-from .smoke import SmokeResult, smoke_test
+from .smoke import SmokeResult, combined, smoke_test
 from .toolchain import Toolchain, backend_interpreter, detect_toolchain
 from .wheelinfo import python_api_imports
 from ..errors import AiaccError, BuildError
@@ -307,7 +307,8 @@ class Builder:
         if self.options.test:
             self.progress(f"test {cell.key} in a fresh environment")
             with clock("test"):
-                smoke = smoke_test(cell, wheel, sha, common, plan.interpreter, plan.framework, self.cache)
+                runs = [(plan.interpreter, plan.framework), *plan.also_tested]
+                smoke = combined([smoke_test(cell, wheel, sha, common, i, f, self.cache) for i, f in runs])
         target = root / wheel_path(cell)
         self._publish(wheel, target, sha)
         return CellResult(

@@ -4,15 +4,19 @@ A cell is buildable here when its binding exists in native/bindings/, the machin
 an interpreter for its build Python, the real nvcc of exactly its CUDA (or it is a CPU cell: a toolkit
 under /usr/local, or one `aiacc-build toolkit fetch` provisioned into the build cache), and the
 exact framework build (version + CUDA variant + C++ ABI) exists for that Python: its local label and,
-read from the file itself, the CUDA it was compiled with and its C++ ABI must be the cell's. Of those, the default
-selection builds the cells whose framework already lies on this disk (fast: what CI runs); a selection
-(`--cells`) widens it. Every other cell is deferred to CI, with the reason and the framework's download
-size where the registry tells it.
+read from the file itself, the CUDA it was compiled with and its C++ ABI must be the cell's.
+
+The default selection (what CI's test job builds): the cells whose framework already lies on this disk,
+plus, for every framework whose binding exists and none of whose cells lies on this disk, its newest
+buildable CPU cell (one framework download each: tensorflow-cpu 2.21.0, mxnet 1.9.1), so that every
+binding ships at least one wheel built, repaired and tested for real. A selection (`--cells`) replaces
+it. Every other cell is deferred to CI, with the reason and the framework's download size where the
+registry tells it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from pathlib import Path
 
@@ -46,6 +50,8 @@ class CellPlan:
     cuda_compiler: CudaCompiler | None = None
     framework: FrameworkArtifact | None = None
     facts: FrameworkFacts | None = None  # read from the framework file (None: not read, or no reader)
+    # a Python-independent wheel is also tested under its newest Python: (interpreter, framework file) pairs
+    also_tested: tuple[tuple[Interpreter, FrameworkArtifact], ...] = ()
 
     @property
     def download_size(self) -> int | None:
@@ -115,6 +121,28 @@ def missing_nvcc_reason(cell: Cell) -> str:
     return f"needs nvcc {cell.cuda}: only through builder image {image} (CI)"
 
 
+def _newest_python_test(
+    cell: Cell,
+    built_with: Interpreter,
+    client: RegistryClient,
+    local_dirs: list[Path] | None,
+    index_dirs: list[Path] | None,
+) -> tuple[tuple[Interpreter, FrameworkArtifact], ...]:
+    """One wheel serves every Python of a py-any cell: test it also under the newest of its Pythons found
+    here (with that Python's framework file), not only under the one it was built with."""
+    if cell.python is not None:
+        return ()
+    for python in reversed(cell.env_pythons):
+        interpreter = find_interpreter(python)
+        if interpreter is None:
+            continue
+        if interpreter.python == built_with.python:
+            return ()
+        artifact = resolve_framework(cell, interpreter.python, client, local_dirs, index_dirs).artifact
+        return () if artifact is None else ((interpreter, artifact),)
+    return ()
+
+
 def plan_cell(
     cell: Cell,
     selected: bool | None,
@@ -172,6 +200,7 @@ def plan_cell(
         # a registry file not inspected (offline): the build checks the facts in its installed build env
     if wanted:
         where = "on local disk" if artifact.is_local else f"download {human_size(artifact.size)}"
+        found["also_tested"] = _newest_python_test(cell, interpreter, client, local_dirs, index_dirs)
         return CellPlan(
             cell=cell,
             status=CellStatus.BUILD,
@@ -200,9 +229,31 @@ def plan_cells(
     native_dir: Path = NATIVE_DIR,
     local_dirs: list[Path] | None = None,
 ) -> BuildPlan:
-    """Plan every cell of a release; `selected_keys` (cell keys) replaces the default 'on disk' choice."""
-    plans = tuple(
+    """Plan every cell of a release; `selected_keys` (cell keys) replaces the default choice (module doc)."""
+    plans = [
         plan_cell(c, None if selected_keys is None else c.key in selected_keys, client, native_dir, local_dirs)
         for c in cells
-    )
-    return BuildPlan(release=release, cells=plans)
+    ]
+    if selected_keys is None:
+        for index in default_downloads(plans):
+            chosen = plan_cell(plans[index].cell, True, client, native_dir, local_dirs)
+            if chosen.status is CellStatus.BUILD:
+                framework = chosen.cell.framework.value
+                chosen = replace(chosen, reason=f"{chosen.reason} (default: the newest CPU cell of {framework}, "
+                                                f"none of its cells is on this disk)")
+            plans[index] = chosen
+    return BuildPlan(release=release, cells=tuple(plans))
+
+
+def default_downloads(plans: list[CellPlan]) -> list[int]:
+    """Indexes of the cells the default build downloads a framework for: per framework with no cell to build
+    yet, its newest CPU cell that only the selection keeps from being built (first in matrix order on a tie)."""
+    building = {p.cell.framework for p in plans if p.status is CellStatus.BUILD}
+    newest: dict[Framework, int] = {}
+    for i, p in enumerate(plans):
+        fw = p.cell.framework
+        if fw in building or not p.cell.is_cpu or not p.buildable_here or p.status is not CellStatus.DEFERRED:
+            continue
+        if fw not in newest or Version(p.cell.framework_version) > Version(plans[newest[fw]].cell.framework_version):
+            newest[fw] = i
+    return sorted(newest.values())

@@ -43,6 +43,17 @@ class SmokeResult:
     reused: bool
 
 
+def combined(results: list[SmokeResult]) -> SmokeResult:
+    """Tests of one wheel under several Pythons as one result: every description, every output."""
+    if len(results) == 1:
+        return results[0]
+    return SmokeResult(
+        description="; ".join(r.description for r in results),
+        output="\n".join(r.output for r in results),
+        reused=all(r.reused for r in results),
+    )
+
+
 def selftest_command(cell: Cell) -> list[str]:
     """The arguments after the interpreter: `-m perseus.torch._selftest <release> <framework version>`."""
     return ["-m", adapter_for(cell.framework).selftest_module, cell.release_version, cell.framework_version]

@@ -40,6 +40,14 @@ def from_host(host, like):
     return mx.nd.array(host, ctx=like.context, dtype=host.dtype)
 
 
+def assign(tensor, host):
+    # type: (Any, np.ndarray) -> Any
+    """`tensor` takes the host array's values, through the engine's copy: `tensor[:] = host` cannot write an
+    NDArray in an MKLDNN layout (a hybridized convolution's weights after a forward pass)."""
+    from_host(host, tensor).copyto(tensor)
+    return tensor
+
+
 def allreduce_host(host, average, name):
     # type: (np.ndarray, bool, str) -> np.ndarray
     """In place on a host array; integer averages are truncated toward zero (as integer division)."""
@@ -59,8 +67,7 @@ def allreduce(tensor, average=True, name=None, priority=0):
 def allreduce_(tensor, average=True, name=None, priority=0):
     # type: (Any, bool, Optional[str], int) -> Any
     """In place: `tensor` becomes the average (or sum) over all ranks; returns it."""
-    tensor[:] = allreduce_host(to_host(tensor), average, _name("allreduce", name))
-    return tensor
+    return assign(tensor, allreduce_host(to_host(tensor), average, _name("allreduce", name)))
 
 
 def broadcast_host(host, root_rank, name):
@@ -80,8 +87,7 @@ def broadcast(tensor, root_rank=0, name=None, priority=0):
 def broadcast_(tensor, root_rank=0, name=None, priority=0):
     # type: (Any, int, Optional[str], int) -> Any
     """In place: `tensor` becomes root_rank's; returns it."""
-    tensor[:] = broadcast_host(to_host(tensor), root_rank, _name("broadcast", name))
-    return tensor
+    return assign(tensor, broadcast_host(to_host(tensor), root_rank, _name("broadcast", name)))
 
 
 def allgather_host(host, name):
@@ -113,4 +119,4 @@ def grouped_allreduce_(tensors, average, names):
     for tensor, host in zip(tensors, hosts):
         if average and host.dtype.name not in _FLOATS:
             host = np.trunc(host / _world.size()).astype(host.dtype)
-        tensor[:] = host
+        assign(tensor, host)
