@@ -6,6 +6,8 @@ cd "$REPO_ROOT"
 stage bootstrap bootstrap_tool
 stage gloo gloo_recipe
 stage native-core native_core_ctest
+stage caffe-library caffe_library
+[ "${AIACC_OPTIN:-}" != "1" ] || stage caffe-full caffe_full
 stage torch-binding torch_binding
 stage tensorflow-binding tensorflow_binding
 stage mxnet-binding bash dev/mxnet_env.sh

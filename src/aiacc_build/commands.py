@@ -14,6 +14,7 @@ COMMAND_MODULES: list[str] = [
     "build.cli",
     "images.cli",
     "build.toolkit_cli",
+    "caffe.cli",
     "adapters.cli",
 ]
 

@@ -116,6 +116,9 @@ def network_interfaces() -> List[str]:
 _BOOL = {"0": False, "1": True}
 # The runtimes on the native engine (perseus.tensorflow, perseus.mxnet) honour what the engine reads.
 ENGINE_FRAMEWORKS = ("tensorflow", "mxnet")
+# libperseus-caffe (native/bindings/caffe) reads what the engine reads (perseus_engine_options_from_env),
+# PERSEUS_MASTER_PORT and, through the core, PERSEUS_CPU_DISPATCH; no Python shim, so nothing else.
+CAFFE_LIBRARY = ("caffe",)
 CPU_DISPATCH_PATHS = ("auto", "scalar", "avx2", "avx512", "avx512_bf16")  # native/core/src/cpu/dispatch.cpp
 
 
@@ -149,23 +152,23 @@ class PerseusConfig:
     nancheck: bool = variable(
         "PERSEUS_ALLREDUCE_NANCHECK", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: a non-finite reduced gradient raises an error naming the parameters",
-        honoured_by=("torch",) + ENGINE_FRAMEWORKS, aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the manual's spelling
+        honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY, aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the manual's spelling
     dtype: WireDtype = variable(
         "PERSEUS_ALLREDUCE_DTYPE", WireDtype.FP16,
         _choice({"0": WireDtype.FP16, "1": WireDtype.NONE, "2": WireDtype.MIXED},
                 "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"),
-        "0, 1 or 2", "wire dtype of fp32 gradients", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "0, 1 or 2", "wire dtype of fp32 gradients", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     mode: Optional[AllreduceMode] = variable(  # None: automatic (two levels when the wire dtype needs them)
         "PERSEUS_ALLREDUCE_MODE", None,
         _choice({"0": AllreduceMode.FLAT, "1": AllreduceMode.HIERARCHICAL},
                 "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)"),
-        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     streams: int = variable(
         "PERSEUS_ALLREDUCE_STREAMS", 4, _int_range(1, 12), "1-12",
-        "number of communicators that carry fused buffers concurrently", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "number of communicators that carry fused buffers concurrently", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     fusion: Optional[int] = variable(  # None: automatic granularity
         "PERSEUS_ALLREDUCE_FUSION", None, _int_range(0, 128), "0-128 (empty: automatic)",
-        "gradient fusion granularity handed to the fusion planner", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "gradient fusion granularity handed to the fusion planner", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     accumulate_n_steps: int = variable(
         "PERSEUS_ACCUMULATE_N_STEPS", 1, _int_range(1, None), ">= 1",
         "communicate every n-th backward pass, accumulate locally otherwise")
@@ -180,7 +183,7 @@ class PerseusConfig:
         "hybrid RDMA+VPC NCCL links (special build)", honoured_by=())
     gradient_scale: float = variable(
         "PERSEUS_ALLREDUCE_GRADIENT_SCALE", 10.0, _float_range(0.0, None, False), "> 0",
-        "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     offline_neg: bool = variable(
         "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "offline gradient negotiation", honoured_by=())
@@ -189,16 +192,16 @@ class PerseusConfig:
         "every n steps, compare step times across ranks and report slow ones (0: off)")
     master_port: int = variable(
         "PERSEUS_MASTER_PORT", 6666, _int_range(1, 65535), "1-65535",
-        "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     nccl_network_interface: str = variable(
         "PERSEUS_NCCL_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
         "network interface of NCCL communicators (NCCL_SOCKET_IFNAME)", honoured_by=())
     gloo_network_interface: str = variable(
         "PERSEUS_GLOO_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
-        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     gloo_timeout_seconds: int = variable(
         "GLOO_TIMEOUT_SECONDS", 60, _int_range(1, None), ">= 1",
-        "timeout of the process groups and rendezvous perseus creates", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "timeout of the process groups and rendezvous perseus creates", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     change_hvd_allgather: bool = variable(
         "PERSEUS_CHANGE_HVD_ALLGATHER", False, _choice(_BOOL, "0 (stack) or 1 (concatenate)"), "0 or 1",
         "hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod)")
@@ -208,11 +211,11 @@ class PerseusConfig:
     cpu_dispatch: str = variable(  # read by the native core itself (native/core/src/cpu/dispatch.cpp)
         "PERSEUS_CPU_DISPATCH", "auto", _choice({p: p for p in CPU_DISPATCH_PATHS}, " | ".join(CPU_DISPATCH_PATHS)),
         " | ".join(CPU_DISPATCH_PATHS), "CPU kernels of compression: auto (the best this CPU runs) or one path",
-        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     cycle_time_ms: float = variable(
         "PERSEUS_CYCLE_TIME_MS", 1.0, _float_range(0.0, None, False), "> 0",
         "how often the native engine's ranks agree on the collectives submitted since the last cycle (ms)",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     engine_library: Optional[str] = variable(  # None: the one the package ships
         "PERSEUS_ENGINE_LIBRARY", None, _existing_file, "the path of a libperseus_engine.so",
         "the native engine library the Python handle loads instead of the packaged one",
