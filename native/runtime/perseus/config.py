@@ -223,7 +223,7 @@ class PerseusConfig:
     mpi_bootstrap_library: Optional[str] = variable(  # None: the plugin for the MPI found at run time
         "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set
 
     def is_set(self, variable: str) -> bool:
