@@ -9,6 +9,7 @@
 #   bash recipes/caffe/build.sh source [OUT_FILE]   # checked, unpatched tree: prints its directory
 #   bash recipes/caffe/build.sh build  [OUT_FILE]   # patched + built: prints the build directory
 #                                                   # (tools/caffe, lib/libcaffe.so)
+#   bash recipes/caffe/build.sh cudnn-layer BUILD   # patch 2's cuDNN layer alone, with nvcc (see below)
 # build needs PERSEUS_CAFFE_PREFIX: an installed libperseus-caffe (lib/libperseus-caffe.so,
 # include/perseus/caffe.h; native/bindings/caffe). Unchanged inputs: the cached build, nothing run.
 #
@@ -131,8 +132,53 @@ build() {
   report "$work/build" "${1:-}"
 }
 
+# Patch 2's cuDNN layer compiled on its own (the rest of Caffe stays CPU_ONLY): nvcc for the .cu, the host
+# compiler for the .cpp, with -DUSE_CUDNN against the headers of PyPI's cuDNN / cuBLAS / cuRAND wheels
+# (pinned by sha256, fetched by pip into the cache, headers only used) and the generated caffe.pb.h of a
+# build. Prints the folder of the two objects; "no nvcc" (exit 3) when there is no CUDA compiler.
+CUDA_WHEELS=(
+  "nvidia-cudnn-cu13==9.28.1.4 a54f205b1db1f2895d99f398754db1369816f0569dd459731f925635cf7b65ec"
+  "nvidia-cublas==13.10.0.20 dcc6d63884c53d07e267ce7e6feac17b2538cebaafec5db865736c3e28e4dc84"
+  "nvidia-curand==10.4.5.25 22bb226a857e5888fe6b54ae465fc4371296bcff13a35f79e19691bcf454f529"
+)
+cudnn_layer() {  # cudnn_layer BUILD_DIR (a `build` output: its ../src is the patched tree)
+  local build="$1" nvcc="${NVCC:-}"
+  [ -n "$nvcc" ] || nvcc="$(command -v nvcc || true)"
+  [ -n "$nvcc" ] || { [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc; }
+  [ -n "$nvcc" ] || { echo "recipes/caffe: no nvcc (set NVCC): patch 2's cuDNN layer not compiled" >&2; exit 3; }
+  local src="$build/../src" out="$build/cudnn_layer" wheels="$CACHE/cuda-wheels" python="${PYTHON:-python3}"
+  [ -f "$src/src/caffe/layers/cudnn_batch_norm_layer.cu" ] || die "$src has no patch 2 (cudnn_batch_norm_layer.cu)"
+  mkdir -p "$wheels/headers" "$out"
+  local entry req sha file
+  for entry in "${CUDA_WHEELS[@]}"; do
+    req="${entry% *}"; sha="${entry#* }"
+    file=$(ls "$wheels"/"$(echo "${req%%==*}" | tr - _)"-"${req#*==}"-*.whl 2>/dev/null | head -1 || true)
+    if [ -z "$file" ] || ! check_sha "$file" "$sha"; then
+      "$python" -m pip download -q --no-deps --only-binary=:all: "$req" -d "$wheels" >&2 || die "pip download $req failed"
+      file=$(ls "$wheels"/"$(echo "${req%%==*}" | tr - _)"-"${req#*==}"-*.whl | head -1)
+      check_sha "$file" "$sha" || die "$file: sha256 is not the pinned $sha"
+    fi
+    unzip -q -o "$file" '*/include/*' -d "$wheels/headers" || die "unzip $file failed"
+  done
+  # the CUDA runtime headers of this nvcc, for the host compiler (nvcc itself knows them)
+  local cuda_inc=()
+  cuda_inc=($("$nvcc" --dryrun -c -x cu /dev/null 2>&1 | grep -o 'INCLUDES="-I[^"]*"' | head -1 | sed 's/^INCLUDES="//; s/"$//'))
+  [ "${#cuda_inc[@]}" -gt 0 ] || die "cannot read the CUDA include folder from $nvcc --dryrun"
+  local inc=(-I"$src/include" -I"$build/include" -I"$wheels/headers/nvidia/cudnn/include"
+             -I"$wheels/headers/nvidia/cu13/include" "${cuda_inc[@]}"
+             -I/usr/include/hdf5/serial -I/usr/include/opencv4)
+  "$nvcc" -std=c++17 -arch="${CUDA_ARCH:-sm_90}" -DUSE_CUDNN "${inc[@]}" \
+    -c "$src/src/caffe/layers/cudnn_batch_norm_layer.cu" -o "$out/cudnn_batch_norm_layer.cu.o" >&2 \
+    || die "nvcc failed on cudnn_batch_norm_layer.cu"
+  "${CXX:-c++}" -std=c++17 -DUSE_CUDNN "${inc[@]}" \
+    -c "$src/src/caffe/layers/cudnn_batch_norm_layer.cpp" -o "$out/cudnn_batch_norm_layer.cpp.o" >&2 \
+    || die "c++ failed on cudnn_batch_norm_layer.cpp"
+  echo "$out"
+}
+
 case "${1:-}" in
   source) shift; report "$(source_tree)" "${1:-}" ;;
   build) shift; build "${1:-}" ;;
-  *) die "usage: build.sh source|build [OUT_FILE]" ;;
+  cudnn-layer) shift; [ -n "${1:-}" ] || die "usage: build.sh cudnn-layer BUILD_DIR"; cudnn_layer "$1" ;;
+  *) die "usage: build.sh source|build [OUT_FILE] | cudnn-layer BUILD_DIR" ;;
 esac

@@ -30,20 +30,25 @@ def source_cmd() -> None:
 @click.option("--patches", default="1 2 3", show_default=True, help="Which patches/bvlc_caffe/N_*.patch, in order.")
 @click.option("-j", "--jobs", default=2, show_default=True, help="Parallel compile jobs.")
 @click.option("--no-deps", is_flag=True, help="Do not apt-get install the Debian build dependencies.")
+@click.option("--cudnn-layer", is_flag=True,
+              help="Also compile patch 2's cuDNN layer alone with nvcc against PyPI's cuDNN headers (~1 GB of wheels).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable summary.")
-def build_cmd(release: str, patches: str, jobs: int, no_deps: bool, as_json: bool) -> None:
+def build_cmd(release: str, patches: str, jobs: int, no_deps: bool, cudnn_layer: bool, as_json: bool) -> None:
     """Build libperseus-caffe and then Caffe CPU_ONLY with ccache into .cache/caffe (unchanged inputs: a no-op)."""
     results = [] if no_deps else [steps.install_deps()]
     results.append(steps.gloo())
     results.append(steps.library(release, results[-1].output, jobs))
     results.append(steps.caffe(results[-1].output, jobs, patches))
+    caffe_dir = results[-1].output
+    if cudnn_layer:
+        results.append(steps.cudnn_layer(caffe_dir))
     summary = {r.name: {"seconds": round(r.seconds, 2), "output": r.output} for r in results}
     if as_json:
         click.echo(json.dumps(summary, indent=2))
         return
     for r in results:
         console.print(f"{r.name:<20} {r.seconds:8.1f} s  {r.output}")
-    click.echo(f"{results[-1].output}/tools/caffe")
+    click.echo(f"{caffe_dir}/tools/caffe")
 
 
 @caffe_group.command("package")

@@ -70,6 +70,18 @@ def caffe(library_prefix: str, jobs: int, patches: str = "1 2 3") -> StepResult:
     return _run("caffe", ["bash", str(RECIPE), "build"], env=env)
 
 
+def cudnn_layer(build_dir: str) -> StepResult:
+    """Patch 2's cuDNN layer compiled alone with nvcc (recipes/caffe/build.sh cudnn-layer); exit 3: no nvcc."""
+    start = time.perf_counter()
+    proc = subprocess.run(["bash", str(RECIPE), "cudnn-layer", build_dir], cwd=REPO_ROOT, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, text=True)
+    if proc.returncode == 3:
+        return StepResult("cudnn-layer", time.perf_counter() - start, "skipped: no nvcc here")
+    if proc.returncode != 0:
+        raise BuildError(f"caffe build step 'cudnn-layer' failed (exit {proc.returncode}):\n{proc.stderr[-3000:]}")
+    return StepResult("cudnn-layer", time.perf_counter() - start, proc.stdout.strip().splitlines()[-1])
+
+
 def source() -> StepResult:
     return _run("caffe source", ["bash", str(RECIPE), "source"])
 
