@@ -7,7 +7,7 @@ import sys
 import tarfile
 from pathlib import Path
 
-from aiacc_build.build.hashing import file_sha256
+from aiacc_build.hashing import file_sha256
 from aiacc_build.caffe.package import expected, write_artifacts
 from aiacc_build.index.checksums import published_files
 from aiacc_build.index.mirror import caffe_records
