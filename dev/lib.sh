@@ -88,7 +88,7 @@ caffe_library() {  # libperseus-caffe (native/bindings/caffe) + its solver-callb
   bash "$REPO_ROOT/recipes/caffe/build.sh" source >/dev/null
 }
 
-caffe_full() {  # opt-in: Caffe's Debian build dependencies, then `aiacc-build caffe build` (~13 min cold at -j2)
+caffe_full() {  # opt-in: `aiacc-build caffe build` (its Debian deps by apt_install, then ~8 CPU-min cold, 4 s when cached)
   "$VENV/bin/aiacc-build" caffe build
 }
 

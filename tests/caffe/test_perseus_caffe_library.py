@@ -66,7 +66,7 @@ def test_fp32_wire_is_exact(library_build):
 
 @pytest.mark.parametrize("launcher", ["mpirun", "perseusrun"])
 def test_a_crashed_rank_ends_the_job_non_zero(library_build, launcher):
-    proc = driver_job(library_build, launcher, extra={"PERSEUS_CAFFE_DRIVER_CRASH_RANK": "1",
+    proc = driver_job(library_build, launcher, extra={"CAFFE_DRIVER_CRASH_RANK": "1",
                                                       "GLOO_TIMEOUT_SECONDS": "10"})
     assert proc.returncode != 0
     assert len(reports(proc.stdout)) < 2

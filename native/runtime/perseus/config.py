@@ -97,6 +97,14 @@ def _existing_file(raw: str) -> str:
     return path
 
 
+def _path_prefix(raw: str) -> str:
+    prefix = os.path.expanduser(raw.strip())
+    folder = os.path.dirname(prefix) or "."
+    if not prefix or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise ValueError("a path prefix in a writable folder ({} is not)".format(folder))
+    return prefix
+
+
 def _interface(raw: str) -> str:
     name = raw.strip()
     present = network_interfaces()
@@ -227,6 +235,10 @@ class PerseusConfig:
         "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
         since="2.0.0", honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+    caffe_rank_weights: Optional[str] = variable(  # None: no file; read by the Caffe patch's `caffe train`
+        "PERSEUS_CAFFE_RANK_WEIGHTS", None, _path_prefix, "a path prefix in a writable folder",
+        "caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check)",
+        since="1.5.0", honoured_by=CAFFE_LIBRARY)
     explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set
 
     def is_set(self, variable: str) -> bool:

@@ -6,7 +6,7 @@
 // against its own fp64 average (fp16 tolerance) and prints one line:
 //   REPORT {"rank":..,"size":..,"checksum":..,"max_err":..,"fp16":..,"fused_groups":..,"collectives":..}
 // Usage: perseus_caffe_driver [STEPS] [PARAM_COUNTS...]   (default 5 steps, params 1000 20 300000 7)
-// PERSEUS_CAFFE_DRIVER_CRASH_RANK=r: rank r aborts at step 1.
+// CAFFE_DRIVER_CRASH_RANK=r: rank r aborts at step 1.
 #include <perseus/caffe.h>
 #include <perseus/engine.h>
 
@@ -59,9 +59,9 @@ int main(int argc, char** argv) {
 
   double max_err = 0;
   const float lr = 0.1f;
-  // PERSEUS_CAFFE_DRIVER_CRASH_RANK=r: rank r dies at step 1 (a crashed Caffe process), for the tests that
+  // CAFFE_DRIVER_CRASH_RANK=r: rank r dies at step 1 (a crashed Caffe process), for the tests that
   // the job then ends non-zero on every rank
-  const char* crash = std::getenv("PERSEUS_CAFFE_DRIVER_CRASH_RANK");
+  const char* crash = std::getenv("CAFFE_DRIVER_CRASH_RANK");
   for (int step = 0; step < steps; ++step) {
     if (crash != nullptr && step == 1 && std::atoi(crash) == rank) std::abort();
     std::vector<std::vector<double>> expected(counts.size());
