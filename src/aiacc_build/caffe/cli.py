@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import click
 from rich.console import Console
@@ -57,8 +58,6 @@ def build_cmd(release: str, patches: str, jobs: int, no_deps: bool, cudnn_layer:
               help="Output root (default dist/): files go to <dist>/<release>/caffe/.")
 def package_cmd(release: str, dist_dir: str | None) -> None:
     """The release's Caffe artifacts: the patches and the libperseus-caffe archive of this platform."""
-    from pathlib import Path
-
     prefix = steps.CACHE_DIR / f"perseus-caffe-{release}" / "install"
     out = (Path(dist_dir) if dist_dir else REPO_ROOT / "dist") / release
     for path in package.write_artifacts(release, prefix, out):

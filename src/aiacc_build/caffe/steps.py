@@ -9,7 +9,6 @@ import shutil
 import subprocess
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 from ..errors import BuildError
 from ..paths import NATIVE_DIR, REPO_ROOT
@@ -85,7 +84,3 @@ def cudnn_layer(build_dir: str) -> StepResult:
 def source() -> StepResult:
     return _run("caffe source", ["bash", str(RECIPE), "source"])
 
-
-def driver(library_build: Path) -> Path:
-    """The solver-callback driver built beside the library."""
-    return library_build / "bin" / "perseus_caffe_driver"
