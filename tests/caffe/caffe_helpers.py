@@ -5,7 +5,6 @@ import os
 import re
 import shutil
 import socket
-import subprocess
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional

@@ -2,7 +2,6 @@
 broadcast rank 0's weights, average every parameter's diff between Backward and Update) in 2-rank jobs
 under a plain mpirun and under perseusrun."""
 
-import os
 import subprocess
 
 import pytest
