@@ -10,12 +10,13 @@ import subprocess
 import time
 from dataclasses import dataclass
 
+from ..adapters.base import native_binding_dir
 from ..errors import BuildError
 from ..paths import NATIVE_DIR, REPO_ROOT
 
 RECIPE = REPO_ROOT / "recipes" / "caffe" / "build.sh"
 PATCH_DIR = REPO_ROOT / "recipes" / "caffe" / "patches" / "bvlc_caffe"
-BINDING_DIR = NATIVE_DIR / "bindings" / "caffe"
+BINDING_DIR = native_binding_dir(NATIVE_DIR, "caffe")
 CACHE_DIR = REPO_ROOT / ".cache" / "caffe"
 # Debian bookworm packages Caffe's CPU_ONLY build needs (BLAS=open, OpenCV, HDF5; no LevelDB/LMDB/Python)
 DEBIAN_BUILD_DEPS = (
