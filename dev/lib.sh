@@ -78,6 +78,20 @@ native_core_ctest() {  # configure + build native/ (core + engine; CUDA kernels 
   ctest --test-dir "$REPO_ROOT/native/build" -j2 --output-on-failure
 }
 
+caffe_library() {  # libperseus-caffe (native/bindings/caffe) + its solver-callback driver in native/build-caffe, and
+  # Caffe's checked source (recipes/caffe/build.sh source): what CI's Caffe tests need (the full Caffe build is opt-in)
+  apt_install libopenmpi-dev libmpich-dev mpich git debian-archive-keyring
+  gloo_recipe
+  cmake -S "$REPO_ROOT/native/bindings/caffe" -B "$REPO_ROOT/native/build-caffe" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    "-DPERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" >/dev/null
+  cmake --build "$REPO_ROOT/native/build-caffe" -j2
+  bash "$REPO_ROOT/recipes/caffe/build.sh" source >/dev/null
+}
+
+caffe_full() {  # opt-in: `aiacc-build caffe build` (its Debian deps by apt_install, then ~8 CPU-min cold, 4 s when cached)
+  "$VENV/bin/aiacc-build" caffe build
+}
+
 torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_torch binding into .venv
   "$VENV/bin/python" -m pip install -q torch==2.13.0 numpy scikit-build-core ninja
   "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"

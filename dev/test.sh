@@ -6,6 +6,8 @@ cd "$REPO_ROOT"
 stage bootstrap bootstrap_tool
 stage gloo gloo_recipe
 stage native-core native_core_ctest
+stage caffe-library caffe_library
+[ "${AIACC_OPTIN:-}" != "1" ] || stage caffe-full caffe_full
 stage torch-binding torch_binding
 if [ "$#" -eq 0 ]; then
   # The main job's default cells (torch from this disk, the TensorFlow and MXNet CPU cells): each binding is

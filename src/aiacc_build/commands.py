@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "index.cli",
     "images.cli",
     "toolkits.cli",
+    "caffe.cli",
     "adapters.cli",
 ]
 

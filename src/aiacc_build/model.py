@@ -66,6 +66,17 @@ class Arch(str, Enum):
 
 
 @dataclass(frozen=True)
+class CaffeArtifacts:
+    """BVLC Caffe in a release: not wheels but the patches and one libperseus-caffe archive per platform
+    (`platforms` with `{arch}` to fill in). Paths under the mirror: aiacc_build.caffe.package."""
+
+    upstream_commit: str
+    patches: tuple[str, ...]
+    platforms: tuple[str, ...]
+    gpu_toolkit: str
+
+
+@dataclass(frozen=True)
 class WheelTagRules:
     """How a release tags its wheels. Data of the release, not code.
 
@@ -94,6 +105,7 @@ class ReleaseInfo:
     docker_tag_suffix: str  # "latest"
     conda_dir: str  # folder of conda files under the mirror: "conda/latest"
     wheel_tags: WheelTagRules
+    caffe: CaffeArtifacts | None = None  # None: the release has no Caffe artifacts
 
 
 @dataclass(frozen=True)

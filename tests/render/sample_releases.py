@@ -7,8 +7,15 @@ templates change.
 
 from __future__ import annotations
 
-from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules
+from aiacc_build.model import Arch, CaffeArtifacts, Cell, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules
 from aiacc_build.render.support import BuildHost
+
+CAFFE = CaffeArtifacts(
+    upstream_commit="99bd99795dcdf0b1d3086a8d67ab1782a8a08383",
+    patches=("1_perseus_distribute_train.patch", "2_cudnn_batchnorm.patch", "3_data_augmentation.patch"),
+    platforms=("linux_{arch}",),
+    gpu_toolkit="CUDA 10.2 + cuDNN 7.6",
+)
 
 SEED = ReleaseInfo(
     version="1.5.0",
@@ -26,6 +33,7 @@ SEED = ReleaseInfo(
         platform={Framework("torch"): "linux_{arch}", Framework("tensorflow"): "manylinux1_{arch}", Framework("mxnet"): "manylinux1_{arch}"},
         repair_platform={f: "manylinux2014_{arch}" for f in Framework},
     ),
+    caffe=CAFFE,
 )
 
 MODERN = ReleaseInfo(
@@ -44,6 +52,7 @@ MODERN = ReleaseInfo(
         platform={f: "manylinux_2_28_{arch}" for f in Framework},
         repair_platform={f: "manylinux_2_28_{arch}" for f in Framework},
     ),
+    caffe=CAFFE,
 )
 
 TORCH_STABLE = "https://download.pytorch.org/whl/torch_stable.html"

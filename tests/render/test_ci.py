@@ -21,9 +21,18 @@ def _with_binding(groups):
 def test_one_job_per_group_with_a_binding_plus_common_and_index():
     groups = group_cells(modern_cells())
     jobs = _workflow(MODERN, modern_cells())["jobs"]
-    assert set(jobs) == {naming.ci_job_id(g) for g in _with_binding(groups)} | {"perseus-common", "index", "install-check"}
+    caffe = {"caffe-linux-x86-64", "caffe-linux-aarch64"}  # the sample release's Caffe archives, one per arch
+    assert set(jobs) == {naming.ci_job_id(g) for g in _with_binding(groups)} | {"perseus-common", "index", "install-check"} | caffe
     assert set(jobs["index"]["needs"]) == set(jobs) - {"index", "install-check"}
     assert jobs["install-check"]["needs"] == "index"
+
+
+def test_caffe_job_builds_and_packages_on_debian():
+    job = _workflow(MODERN, modern_cells())["jobs"]["caffe-linux-x86-64"]
+    assert job["container"] == "debian:bookworm" and job["runs-on"] == "ubuntu-24.04"
+    runs = [s.get("run", "") for s in job["steps"]]
+    assert ".venv/bin/aiacc-build caffe build --release 2.0.0" in runs
+    assert ".venv/bin/aiacc-build caffe package --release 2.0.0" in runs
 
 
 def test_job_runs_pinned_cibuildwheel_with_selector_builder_repair_and_test():

@@ -53,6 +53,8 @@ def _rows(markdown: str) -> dict[tuple[str, ...], dict[str, str]]:
     header = None
     rows = {}
     for line in markdown.splitlines():
+        if line.startswith("## "):
+            break  # the cells' table ends where the next section (BVLC Caffe) begins
         if not line.startswith("| ") or line.startswith("| ---"):
             continue
         cells = [c.strip() for c in line.strip().strip("|").split(" | ")]
@@ -88,6 +90,16 @@ def test_every_count_and_status_in_support_md_equals_the_record():
     assert tuple(map(int, summary.groups())) == (len(rows), expected["built"], expected["deferred"], expected["not built yet"])
     assert json.loads(js.content)["counts"] == {s: expected[s] for s in ("built", "deferred", "not built yet")}
     assert expected["built"] == 1 and expected["not built yet"] == 1  # the recorded build made one wheel
+
+
+def test_caffe_artifacts_are_listed_after_the_cells():
+    md, js = render_support(MODERN, modern_cells(), None)
+    section = md.content.split("## BVLC Caffe", 1)[1]
+    assert "`caffe/patches/bvlc_caffe/1_perseus_distribute_train.patch` | patch | any |" in section
+    assert "`caffe/libperseus-caffe-2.0.0-linux_x86_64.tar.gz` | library | linux_x86_64 |" in section
+    assert "99bd99795dcdf0b1d3086a8d67ab1782a8a08383" in section
+    caffe = json.loads(js.content)["caffe"]
+    assert [a["kind"] for a in caffe] == ["patch"] * 3 + ["library"] * 2  # aarch64 and x86_64
 
 
 def test_frameworks_without_a_binding_are_never_built(monkeypatch):

@@ -97,6 +97,14 @@ def _existing_file(raw: str) -> str:
     return path
 
 
+def _path_prefix(raw: str) -> str:
+    prefix = os.path.expanduser(raw.strip())
+    folder = os.path.dirname(prefix) or "."
+    if not prefix or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise ValueError("a path prefix in a writable folder ({} is not)".format(folder))
+    return prefix
+
+
 def _interface(raw: str) -> str:
     name = raw.strip()
     present = network_interfaces()
@@ -115,6 +123,9 @@ def network_interfaces() -> List[str]:
 _BOOL = {"0": False, "1": True}
 # The runtimes on the native engine (perseus.tensorflow, perseus.mxnet) honour what the engine reads.
 ENGINE_FRAMEWORKS = ("tensorflow", "mxnet")
+# libperseus-caffe (native/bindings/caffe) reads what the engine reads (perseus_engine_options_from_env),
+# PERSEUS_MASTER_PORT and, through the core, PERSEUS_CPU_DISPATCH; no Python shim, so nothing else.
+CAFFE_LIBRARY = ("caffe",)
 CPU_DISPATCH_PATHS = ("auto", "scalar", "avx2", "avx512", "avx512_bf16")  # native/core/src/cpu/dispatch.cpp
 
 
@@ -148,25 +159,25 @@ class PerseusConfig:
     nancheck: bool = variable(
         "PERSEUS_ALLREDUCE_NANCHECK", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: a non-finite reduced gradient raises an error naming the parameters",
-        honoured_by=("torch",) + ENGINE_FRAMEWORKS, aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the manual's spelling
+        honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY, aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the manual's spelling
     dtype: WireDtype = variable(
         "PERSEUS_ALLREDUCE_DTYPE", WireDtype.FP16,
         _choice({"0": WireDtype.FP16, "1": WireDtype.NONE, "2": WireDtype.MIXED},
                 "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"),
-        "0, 1 or 2", "wire dtype of fp32 gradients", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "0, 1 or 2", "wire dtype of fp32 gradients", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     mode: Optional[AllreduceMode] = variable(  # None: automatic (two levels when the wire dtype needs them)
         "PERSEUS_ALLREDUCE_MODE", None,
         _choice({"0": AllreduceMode.FLAT, "1": AllreduceMode.HIERARCHICAL},
                 "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)"),
-        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     streams: int = variable(
         "PERSEUS_ALLREDUCE_STREAMS", 4, _int_range(1, 12), "1-12",
         "number of communicators that carry fused buffers concurrently; unset, 4 is an upper limit and the first "
         "large steps measure 1 against 4 and keep the fewest unless more are 3% faster (all ranks agree)",
-        honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     fusion: Optional[int] = variable(  # None: automatic granularity
         "PERSEUS_ALLREDUCE_FUSION", None, _int_range(0, 128), "0-128 (empty: automatic)",
-        "gradient fusion granularity handed to the fusion planner", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "gradient fusion granularity handed to the fusion planner", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     accumulate_n_steps: int = variable(
         "PERSEUS_ACCUMULATE_N_STEPS", 1, _int_range(1, None), ">= 1",
         "communicate every n-th backward pass, accumulate locally otherwise")
@@ -181,27 +192,27 @@ class PerseusConfig:
         "hybrid RDMA+VPC NCCL links (special build)", honoured_by=())
     gradient_scale: float = variable(
         "PERSEUS_ALLREDUCE_GRADIENT_SCALE", 10.0, _float_range(0.0, None, False), "> 0",
-        "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     offline_neg: bool = variable(
         "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed "
         "plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs",
-        honoured_by=ENGINE_FRAMEWORKS)
+        honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     perf_check_n_steps: int = variable(
         "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")
     master_port: int = variable(
         "PERSEUS_MASTER_PORT", 6666, _int_range(1, 65535), "1-65535",
-        "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     nccl_network_interface: str = variable(
         "PERSEUS_NCCL_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
         "network interface of NCCL communicators (NCCL_SOCKET_IFNAME)", honoured_by=())
     gloo_network_interface: str = variable(
         "PERSEUS_GLOO_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
-        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     gloo_timeout_seconds: int = variable(
         "GLOO_TIMEOUT_SECONDS", 60, _int_range(1, None), ">= 1",
-        "timeout of the process groups and rendezvous perseus creates", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "timeout of the process groups and rendezvous perseus creates", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     change_hvd_allgather: bool = variable(
         "PERSEUS_CHANGE_HVD_ALLGATHER", False, _choice(_BOOL, "0 (stack) or 1 (concatenate)"), "0 or 1",
         "hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod)")
@@ -211,11 +222,11 @@ class PerseusConfig:
     cpu_dispatch: str = variable(  # read by the native core itself (native/core/src/cpu/dispatch.cpp)
         "PERSEUS_CPU_DISPATCH", "auto", _choice({p: p for p in CPU_DISPATCH_PATHS}, " | ".join(CPU_DISPATCH_PATHS)),
         " | ".join(CPU_DISPATCH_PATHS), "CPU kernels of compression: auto (the best this CPU runs) or one path",
-        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     cycle_time_ms: float = variable(
         "PERSEUS_CYCLE_TIME_MS", 1.0, _float_range(0.0, None, False), "> 0",
         "how often the native engine's ranks agree on the collectives submitted since the last cycle (ms)",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     engine_library: Optional[str] = variable(  # None: the one the package ships
         "PERSEUS_ENGINE_LIBRARY", None, _existing_file, "the path of a libperseus_engine.so",
         "the native engine library the Python handle loads instead of the packaged one",
@@ -223,7 +234,11 @@ class PerseusConfig:
     mpi_bootstrap_library: Optional[str] = variable(  # None: the plugin for the MPI found at run time
         "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+    caffe_rank_weights: Optional[str] = variable(  # None: no file; read by the Caffe patch's `caffe train`
+        "PERSEUS_CAFFE_RANK_WEIGHTS", None, _path_prefix, "a path prefix in a writable folder",
+        "caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check)",
+        since="1.5.0", honoured_by=CAFFE_LIBRARY)
     explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set
 
     def is_set(self, variable: str) -> bool:

@@ -30,6 +30,11 @@ MPI_LIBRARIES: tuple[str, ...] = ("libmpi.so*", "libmpich.so*")
 _RECORD_MEMBER = re.compile(r"^[^/]+\.dist-info/RECORD$")
 
 
+def native_binding_dir(native_dir: Path, framework: str) -> Path:
+    """native/bindings/<framework>: a framework's native code (Caffe's library too, which has no adapter)."""
+    return native_dir / "bindings" / framework
+
+
 class FactsError(BuildError):
     pass
 
@@ -135,7 +140,7 @@ class FrameworkAdapter:
         return f"perseus.{self.name}._selftest"
 
     def binding_dir(self, native_dir: Path) -> Path:
-        return native_dir / "bindings" / self.name
+        return native_binding_dir(native_dir, self.name)
 
     def is_distribution(self, normalised_name: str) -> bool:
         """True when a (normalised) distribution name installs this framework."""

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from ..render.ci import caffe_jobs
 from .. import naming
 from ..adapters import adapter_for
 from ..model import Cell, CellGroup, group_cells
@@ -103,10 +104,13 @@ class ReleaseCiChecker:
         for job_id in sorted(set(unbuildable) & set(jobs)):
             reason = adapter_for(unbuildable[job_id].framework).binding_missing
             self.fail("job-without-binding", job_id, f"this job must fail: {reason}")
+        caffe = {j.id for j in caffe_jobs(self.info, self.cells)}  # the release's Caffe artifacts, per platform
+        for job_id in sorted(caffe - set(jobs)):
+            self.fail("missing-job", job_id, "the release's Caffe artifacts of this platform have no CI job")
         for job_id in sorted(set(groups) - set(jobs)):
             self.fail("missing-job", job_id, f"cells {', '.join(c.key for c in groups[job_id].cells)} have no CI job")
         for job_id, job in jobs.items():
-            if job_id in (COMMON_JOB, INDEX_JOB):
+            if job_id in (COMMON_JOB, INDEX_JOB) or job_id in caffe:
                 continue
             if job_id == INSTALL_CHECK_JOB:
                 self._install_check(job)
@@ -118,7 +122,7 @@ class ReleaseCiChecker:
                 continue
             self.report.count("jobs")
             self._job(job_id, job, group, workflow, bake)
-        self._index(jobs, groups)
+        self._index(jobs, groups, caffe)
         self._run_selections()
         self._report_absent_packages()
 
@@ -212,13 +216,13 @@ class ReleaseCiChecker:
         if environment.get("PERSEUS_CUDA") != naming.cuda_or_cpu(group.cuda):
             self.fail("job-cuda", job_id, f"CIBW_ENVIRONMENT sets PERSEUS_CUDA={environment.get('PERSEUS_CUDA')}, the job builds for {group.cuda or 'cpu'}")
 
-    def _index(self, jobs: dict[str, dict], groups: dict[str, CellGroup]) -> None:
+    def _index(self, jobs: dict[str, dict], groups: dict[str, CellGroup], caffe: set[str]) -> None:
         index = jobs.get(INDEX_JOB)
         if index is None:
             self.fail("missing-job", INDEX_JOB, "no index job collects the wheels")
             return
         needs = set(index.get("needs") or [])
-        missing = sorted((set(groups) | {COMMON_JOB}) - needs)
+        missing = sorted((set(groups) | {COMMON_JOB} | caffe) - needs)
         if missing:
             self.fail("index-needs", INDEX_JOB, f"the index job does not wait for {', '.join(missing)}")
         listed: set[str] = set()

@@ -13,6 +13,17 @@ from ..naming import CHECKSUMS_FILENAME, simple_index_dir
 MANIFEST_SCHEMA_VERSION = 1
 
 
+class CaffeArtifactRecord(BaseModel):
+    """A Caffe artifact of the release (not a wheel): a patch or a libperseus-caffe archive."""
+
+    path: str
+    kind: str  # "patch" | "library"
+    platform: str | None = None
+    status: str  # "built" | "deferred"
+    sha256: str | None = None
+    reason: str | None = None  # why deferred
+
+
 class Manifest(BaseModel):
     schema_version: int = MANIFEST_SCHEMA_VERSION
     release: str
@@ -23,13 +34,15 @@ class Manifest(BaseModel):
     indexes: dict[str, str]
     common: CommonRecord
     cells: list[CellRecord]
+    caffe: list[CaffeArtifactRecord] = []
 
     @property
     def built(self) -> list[CellRecord]:
         return [c for c in self.cells if c.status == "built"]
 
 
-def make_manifest(record: BuildRecord, folders: list[str]) -> Manifest:
+def make_manifest(record: BuildRecord, folders: list[str],
+                  caffe: list[CaffeArtifactRecord] | None = None) -> Manifest:
     if record.common is None:
         raise ValueError("the build record has no perseus-common wheel")
     indexes = {"": simple_index_dir(None)}
@@ -41,4 +54,5 @@ def make_manifest(record: BuildRecord, folders: list[str]) -> Manifest:
         indexes=indexes,
         common=record.common,
         cells=sorted(record.cells, key=lambda c: c.key),
+        caffe=caffe or [],
     )

@@ -30,7 +30,8 @@ from ..naming import COMMON_DISTRIBUTION, MANIFEST_FILENAME, SIMPLE_INDEX_DIR, w
 from ..paths import DIST_DIR
 from ..render.output import RenderedFile
 from .checksums import published_files, write_checksums
-from .manifest import Manifest, make_manifest
+from ..caffe.package import Artifact, expected
+from .manifest import CaffeArtifactRecord, Manifest, make_manifest
 from .served import served_files, write_rendered
 from .simple import IndexedFile, write_index
 
@@ -85,10 +86,26 @@ def build_index(
         record, loaded = found, load_release(release)
     if record.common is None:
         raise BuildError(f"the build of release {release} has no perseus-common wheel: run `{hints.build(release, dist_dir)}` again")
-    return _publish(record, root, served_files(loaded, record, base_url))
+    arches = tuple(sorted({c.arch.value for c in loaded.cells}))
+    caffe = caffe_records(root, expected(loaded.info, arches))
+    return _publish(record, root, served_files(loaded, record, base_url), caffe)
 
 
-def _publish(record: BuildRecord, root: Path, rendered_files: list[RenderedFile]) -> IndexResult:
+def caffe_records(root: Path, artifacts: list[Artifact]) -> list[CaffeArtifactRecord]:
+    """The release's Caffe artifacts: built when `aiacc-build caffe package` put the file here."""
+    out = []
+    for a in artifacts:
+        present = (root / a.path).is_file()
+        out.append(CaffeArtifactRecord(
+            path=a.path, kind=a.kind, platform=a.platform, status="built" if present else "deferred",
+            sha256=file_sha256(root / a.path) if present else None,
+            reason=None if present else f"not built here: run `aiacc-build caffe build` and `aiacc-build caffe package` "
+                                        f"on {a.platform or 'any platform'}"))
+    return out
+
+
+def _publish(record: BuildRecord, root: Path, rendered_files: list[RenderedFile],
+             caffe: list[CaffeArtifactRecord] | None = None) -> IndexResult:
     assert record.common is not None
     common = record.common
     _verify(root, common.path, common.sha256)
@@ -106,7 +123,7 @@ def _publish(record: BuildRecord, root: Path, rendered_files: list[RenderedFile]
     for folder, files in sorted(folders.items()):
         pages += write_index(root, folder, [*files, common_file])
 
-    manifest = make_manifest(record, sorted(folders))
+    manifest = make_manifest(record, sorted(folders), caffe)
     (root / MANIFEST_FILENAME).write_text(manifest.model_dump_json(indent=2) + "\n")
     for rendered in rendered_files:
         write_rendered(root, rendered)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MatrixError, UnsupportedCellError
-from ..model import Arch, Cell, Framework, ReleaseInfo, WheelTagRules
+from ..model import Arch, CaffeArtifacts, Cell, Framework, ReleaseInfo, WheelTagRules
 from ..paths import MATRIX_DIR, RELEASES_DIR
 from .derive import Deriver
 from .facts import Facts, load_facts
@@ -40,6 +40,12 @@ def release_info(model: ReleaseFile) -> ReleaseInfo:
             independent_python_tag=t.independent_python_tag,
             platform={Framework(k): v for k, v in t.platform.items()},
             repair_platform={Framework(k): v for k, v in t.repair_platform.items()},
+        ),
+        caffe=None if model.caffe is None else CaffeArtifacts(
+            upstream_commit=model.caffe.upstream_commit,
+            patches=tuple(model.caffe.patches),
+            platforms=tuple(model.caffe.platforms),
+            gpu_toolkit=model.caffe.gpu_toolkit,
         ),
     )
 

@@ -146,6 +146,19 @@ class FrameworkRules(Strict):
         return self
 
 
+class CaffeSection(Strict):
+    """BVLC Caffe: a framework whose artifacts are not wheels but the patches (applied to the upstream commit)
+    and a libperseus-caffe archive (.so + headers) per platform (recipes/caffe, native/bindings/caffe)."""
+
+    upstream_commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] = Field(
+        description="the BVLC/caffe commit the patches apply to")
+    patches: list[Annotated[str, Field(pattern=r"^[1-9]_[a-z0-9_]+\.patch$")]] = Field(
+        min_length=1, description="recipes/caffe/patches/bvlc_caffe/<name>, published as patches/bvlc_caffe/<name>")
+    platforms: list[Annotated[str, Field(pattern=r"\{arch\}")]] = Field(
+        min_length=1, description="platform tags of the libperseus-caffe archives, e.g. linux_{arch}")
+    gpu_toolkit: str = Field(description="the CUDA + cuDNN a GPU build of the patched Caffe needs (CI job)")
+
+
 class ReleaseFile(Strict):
     """A release matrix: its naming data and the rules that derive its cells from the facts."""
 
@@ -154,6 +167,7 @@ class ReleaseFile(Strict):
     pythons: list[PythonStr] = Field(min_length=1, description="every Python the release supports")
     arches: list[ArchName] = Field(min_length=1)
     frameworks: dict[FrameworkName, FrameworkRules] = Field(min_length=1)
+    caffe: CaffeSection | None = None
 
 
 # --- facts files: matrix/facts/<framework>.yaml (hand-written, cited) ---------------------------------

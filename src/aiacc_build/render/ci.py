@@ -168,6 +168,25 @@ def install_check(cells: tuple[Cell, ...] | list[Cell]) -> InstallCheck | None:
     return InstallCheck(cell=cell, python=cell.python, requirement=cell.build.requirement, pip_args=args)
 
 
+@dataclass(frozen=True)
+class CaffeJob:
+    """Builds libperseus-caffe and the patched Caffe (CPU_ONLY) on one platform, packages the release's Caffe
+    artifacts (patches + archive) for the index job."""
+
+    id: str
+    platform: str
+    runner: str
+
+
+def caffe_jobs(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> list[CaffeJob]:
+    if release.caffe is None:
+        return []
+    arches = sorted({c.arch for c in cells}, key=lambda a: a.value)
+    return [CaffeJob(id=f"caffe-{template.format(arch=a.value)}".replace("_", "-"),
+                     platform=template.format(arch=a.value), runner=RUNNERS[a])
+            for template in release.caffe.platforms for a in arches]
+
+
 def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> RenderedFile:
     groups = group_cells(cells)
     skipped = [n for n in map(not_built, groups) if n is not None]
@@ -180,6 +199,7 @@ def render_ci(release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell]) -> Ren
         release=release,
         workflow_name=naming.ci_workflow_filename(release).removesuffix(".yml"),
         jobs=jobs,
+        caffe_jobs=caffe_jobs(release, cells),
         not_built=skipped,
         tool_python=TOOL_PYTHON,
         common_wheel=naming.common_wheel_filename(release),

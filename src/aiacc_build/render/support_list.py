@@ -16,6 +16,7 @@ from .. import naming
 from ..adapters import adapter_for
 from ..wheels.plan import binding_problem
 from ..wheels.record import BuildRecord, CellRecord
+from ..caffe.package import expected as caffe_expected
 from ..model import Cell, ReleaseInfo, group_cells
 from .docker import unpublished_base
 from .output import RenderedFile
@@ -98,6 +99,8 @@ def render_support(
     if record is not None and record.release != release.version:
         raise ValueError(f"the build record is of release {record.release}, not {release.version}")
     entries = support_entries(cells, record, base_images)
+    arches = tuple(sorted({c.arch.value for c in cells}))
+    caffe = [{"path": a.path, "kind": a.kind, "platform": a.platform} for a in caffe_expected(release, arches)]
     counts = Counter(e["status"] for e in entries)
     document = {
         "release": release.version,
@@ -106,11 +109,14 @@ def render_support(
         "build_record": None if record is None else {"tool_version": record.tool_version, "cells": len(record.cells)},
         "counts": {s: counts.get(s, 0) for s in STATUSES},
         "cells": entries,
+        "caffe": caffe,
     }
     markdown = render(
         "SUPPORT.md.j2",
         release=release,
         entries=entries,
+        caffe=caffe,
+        caffe_info=release.caffe,
         counts=document["counts"],
         has_record=record is not None,
         install_script=naming.INSTALL_SCRIPT_NAME,
