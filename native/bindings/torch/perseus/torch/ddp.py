@@ -104,18 +104,20 @@ class DDPState:
         self.last_pass_local = n > 1 and self.passes % n != n - 1
         self.passes += 1
 
-    def accumulate(self, index: int, buffer: torch.Tensor, local: bool) -> None:
-        """PERSEUS_ACCUMULATE_N_STEPS: a local pass adds the bucket into the accumulator; the communicating
-        pass adds the accumulator into the bucket and starts it over."""
-        acc = self.accumulated.get(index)
-        if local:
-            if acc is None or acc.shape != buffer.shape:
-                self.accumulated[index] = buffer.detach().clone()
-            else:
-                acc.add_(buffer)
-        elif acc is not None:
-            buffer.add_(acc)
-            del self.accumulated[index]
+    def accumulate(self, indices: Sequence[int], gradients: Sequence[torch.Tensor], local: bool) -> None:
+        """PERSEUS_ACCUMULATE_N_STEPS: a local pass adds the bucket's gradients into the accumulator; the
+        communicating pass adds the accumulator into them and starts it over. Per parameter, not per bucket:
+        DDP lays its buckets out anew after the first pass."""
+        for i, grad in zip(indices, gradients):
+            acc = self.accumulated.get(i)
+            if local:
+                if acc is None:
+                    self.accumulated[i] = grad.detach().clone()
+                else:
+                    acc.add_(grad)
+            elif acc is not None:
+                grad.add_(acc.view(grad.shape))
+                del self.accumulated[i]
 
     def nonfinite_message(self, indices: Sequence[int], gradients: Sequence[torch.Tensor]) -> str:
         names = [self.names[i] for i, g in zip(indices, gradients) if not bool(torch.isfinite(g).all())]
@@ -146,7 +148,7 @@ def perseus_hook(state, bucket):  # type: ignore[no-untyped-def]
         state.perf.local(None if state.last_finished_at is None else time.perf_counter() - state.last_finished_at)
     cfg = state.cfg
     if cfg.accumulate_n_steps > 1:
-        state.accumulate(found.index, buffer, state.last_pass_local)
+        state.accumulate(state.indices_of(found), found.gradients, state.last_pass_local)
         if state.last_pass_local:  # nothing crosses the network; the optimizer step skips these parameters
             outcome.set_result(found.result())
             return outcome
