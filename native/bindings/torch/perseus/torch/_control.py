@@ -8,11 +8,13 @@ policy: hvd.allreduce applies exactly the compression= it is given. Min, Max and
 and a local reduction (the engine reduces by sum). bool/int8/int16 travel widened (int64/int32).
 """
 
+import ctypes
 from typing import Any, Callable, List, Optional
 
 import torch
 
 from perseus import engine as native
+from perseus.engine import _buffers
 from perseus.torch import _comm
 
 SUM, MIN, MAX, PRODUCT = "sum", "min", "max", "product"
@@ -62,20 +64,32 @@ def allreduce(tensor: torch.Tensor, op: str = SUM) -> Work:
     return Work(handle, finish)
 
 
+def _raw_bytes(host: torch.Tensor, rows: int) -> _buffers.Buffer:
+    """A contiguous host tensor of a dtype the engine has no name for, as (rows, bytes per row) uint8."""
+    row = host.element_size()
+    for d in host.shape[1:]:
+        row *= int(d)
+    nbytes = host.numel() * host.element_size()
+    return _buffers.raw(host.data_ptr() if nbytes else 0, "uint8", (rows, row), host)
+
+
 def broadcast(tensor: torch.Tensor, root: int) -> Work:
     world = _world()
-    staged = _comm.Staged(_as_bytes(tensor) if tensor.dtype in _BYTES_ONLY else tensor)
-    handle = world.engine.broadcast_async(world.next_name("perseus.broadcast"), _comm.buffer_of(staged.host), root)
+    staged = _comm.Staged(tensor)
+    buf = _raw_bytes(staged.host, 1) if tensor.dtype in _BYTES_ONLY else _comm.buffer_of(staged.host)
+    handle = world.engine.broadcast_async(world.next_name("perseus.broadcast"), buf, root)
 
     def finish(_: Any) -> None:
         staged.finish()
     return Work(handle, finish)
 
 
-def _as_bytes(tensor: torch.Tensor) -> torch.Tensor:
-    if tensor.is_contiguous():
-        return tensor.view(torch.uint8) if tensor.dtype != torch.bool else tensor.view(torch.uint8)
-    raise ValueError("perseus: broadcast of a non-contiguous {} tensor: pass tensor.contiguous()".format(tensor.dtype))
+def _tensor_from(data: bytearray, dtype: torch.dtype, shape: Any) -> torch.Tensor:
+    """A new tensor holding `data` (ctypes copy: no numpy, no torch.frombuffer, which old torch lacks)."""
+    out = torch.empty(shape, dtype=dtype)
+    if len(data):
+        ctypes.memmove(out.data_ptr(), (ctypes.c_char * len(data)).from_buffer(data), len(data))
+    return out
 
 
 def allgather_flat(tensor: torch.Tensor) -> "GatherWork":
@@ -85,10 +99,8 @@ def allgather_flat(tensor: torch.Tensor) -> "GatherWork":
     if source.dim() == 0:
         source = source.reshape(1)
     host = source.to("cpu").contiguous()
-    send = host.view(torch.uint8) if host.dtype in _BYTES_ONLY and host.numel() else host
-    if host.dtype in _BYTES_ONLY:
-        send = host.contiguous().view(torch.uint8) if host.dtype != torch.bool else host.to(torch.uint8)
-    handle = world.engine.allgather_async(world.next_name("perseus.allgather"), _comm.buffer_of(send))
+    send = _raw_bytes(host, host.shape[0]) if host.dtype in _BYTES_ONLY else _comm.buffer_of(host)
+    handle = world.engine.allgather_async(world.next_name("perseus.allgather"), send)
     return GatherWork(handle, host, tensor.device)
 
 
@@ -103,13 +115,8 @@ class GatherWork(Work):
     def _take(self, result: Any) -> None:
         data, dims = result
         self.first_dims = [int(d) for d in dims]
-        trailing = tuple(self.host.shape[1:])
-        if self.host.dtype in _BYTES_ONLY:
-            raw = torch.frombuffer(data, dtype=torch.uint8) if len(data) else torch.empty(0, dtype=torch.uint8)
-            flat = raw.to(torch.bool) if self.host.dtype == torch.bool else raw.view(self.host.dtype)
-        else:
-            flat = torch.frombuffer(data, dtype=self.host.dtype) if len(data) else torch.empty(0, dtype=self.host.dtype)
-        self.result = flat.reshape((sum(self.first_dims),) + trailing).clone().to(self.device)
+        shape = (sum(self.first_dims),) + tuple(self.host.shape[1:])
+        self.result = _tensor_from(data, self.host.dtype, shape).to(self.device)
 
 
 def allgather(outputs: List[torch.Tensor], tensor: torch.Tensor) -> Work:
