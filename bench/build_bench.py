@@ -35,12 +35,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.compiler_cache import ccache_stats, compiler_cache_env
-from aiacc_build.build.core import RECIPE
-from aiacc_build.build.driver import Builder, BuildOptions, BuildReport
-from aiacc_build.build.frameworks import RegistryClient
-from aiacc_build.build.plan import BuildPlan, human_size, plan_cells
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.compiler_cache import ccache_stats, compiler_cache_env
+from aiacc_build.wheels.core import RECIPE
+from aiacc_build.wheels.driver import Builder, BuildOptions, BuildReport
+from aiacc_build.registry import RegistryClient
+from aiacc_build.wheels.plan import BuildPlan, human_size, plan_cells
 from aiacc_build.matrix import load_release
 from aiacc_build.model import ReleaseInfo
 from aiacc_build.paths import NATIVE_DIR, REPO_ROOT

@@ -6,7 +6,8 @@
   engine_fp16     perseus engine, PERSEUS_ALLREDUCE_DTYPE=0 (compress with scale, fp16 allreduce, decompress)
   torch_fp32      torch.distributed Gloo allreduce of the fp32 tensor (the baseline)
   torch_fp16      torch.distributed Gloo allreduce of an already-fp16 tensor (the floor of any fp16 variant)
-Each variant reports the median seconds per allreduce and the bytes rank 0 sent per allreduce (eth0's
+Each variant reports the median seconds per allreduce (and in brackets the 10th percentile: what a loaded
+machine still allows) and the bytes rank 0 sent per allreduce (eth0's
 tx_bytes: fp16 on the wire shows as half the bytes). torch is needed only for the torch variants.
 
     sudo .venv/bin/python bench/engine_allreduce_bench.py [--sizes 1,4,16,64,256] [--reps 5] [--json]
@@ -31,26 +32,28 @@ VARIANTS = ("engine_fp32", "engine_fp16", "torch_fp32", "torch_fp16")
 MIB = 1 << 20
 
 
-def worker(variant: str, sizes: List[int], reps: int) -> None:
+def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False) -> None:
     rank = int(os.environ["RANK"])
     results = []
     if variant.startswith("engine"):
         from perseus import engine
 
         eng = engine.Engine(rank, 2, 0, 1, rank, ADDRESSES[0], int(os.environ["PERSEUS_MASTER_PORT"]),
-                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=0)
+                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=0, streams=1)
         for mib in sizes:
             buf = array.array("f", bytes(mib * MIB))
             times, sent = [], []
             for rep in range(reps + 1):  # the first is a warm-up
-                eng.barrier("b{}-{}".format(mib, rep))
+                # the same names every rep (what PERSEUS_OFFLINE_NEG=1 needs to skip negotiation) or new ones
+                eng.barrier("b{}".format(mib) if same_names else "b{}-{}".format(mib, rep))
                 before, start = tx_bytes(), time.perf_counter()
-                eng.allreduce("x{}-{}".format(mib, rep), buf, op="average")
+                eng.allreduce("x{}".format(mib) if same_names else "x{}-{}".format(mib, rep), buf, op="average")
                 took, bytes_sent = time.perf_counter() - start, tx_bytes() - before
                 if rep:
                     times.append(took)
                     sent.append(bytes_sent)
-            results.append({"mib": mib, "seconds": statistics.median(times), "sent": statistics.median(sent)})
+            results.append({"mib": mib, "seconds": statistics.median(times), "sent": statistics.median(sent),
+                            "p10": sorted(times)[len(times) // 10]})
         eng.close()
     else:
         import torch
@@ -71,7 +74,8 @@ def worker(variant: str, sizes: List[int], reps: int) -> None:
                 if rep:
                     times.append(took)
                     sent.append(bytes_sent)
-            results.append({"mib": mib, "seconds": statistics.median(times), "sent": statistics.median(sent)})
+            results.append({"mib": mib, "seconds": statistics.median(times), "sent": statistics.median(sent),
+                            "p10": sorted(times)[len(times) // 10]})
         dist.destroy_process_group()
     if rank == 0:
         print(json.dumps({"variant": variant, "results": results}), flush=True)
@@ -84,7 +88,8 @@ def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -
                 "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "native" / "runtime"), env.get("PYTHONPATH", "")])})
     procs = []
     for rank in range(2):
-        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant, "--sizes", args.sizes,
+        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant, "--sizes", args.sizes] + (
+            ["--same-names"] if args.same_names else []) + [
                 "--reps", str(args.reps)]
         procs.append(subprocess.Popen(link.command(rank, argv), env=dict(env, RANK=str(rank)),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True))
@@ -104,11 +109,13 @@ def main() -> None:
     parser.add_argument("--variants", default=",".join(VARIANTS), help="which variants, comma-separated")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per variant")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--same-names", action="store_true",
+                        help="engine: one name per size for every rep (with PERSEUS_OFFLINE_NEG=1: the offline plan)")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.worker:
-        worker(args.worker, sizes, args.reps)
+        worker(args.worker, sizes, args.reps, args.same_names)
         return
     why = missing_requirement()
     if why:
@@ -124,10 +131,11 @@ def main() -> None:
     if args.json:
         print(json.dumps(found, indent=1))
         return
-    print("{:>6} {}".format("MiB", " ".join("{:>22}".format(v) for v in variants)))
-    for mib in sizes:
-        cells = ["{:8.4f} s {:8.1f} MB".format(found[v][mib]["seconds"], found[v][mib]["sent"] / 1e6) for v in variants]
-        print("{:>6} {}".format(mib, " ".join("{:>22}".format(c) for c in cells)))
+    print("{:>6} {}".format("MiB", " ".join("{:>32}".format(v) for v in variants)))
+    for mib in sizes:  # median, the 10th percentile (what a loaded machine still allows), MB sent by rank 0
+        cells = ["{:8.4f} s ({:.4f}) {:7.1f} MB".format(found[v][mib]["seconds"], found[v][mib]["p10"],
+                                                       found[v][mib]["sent"] / 1e6) for v in variants]
+        print("{:>6} {}".format(mib, " ".join("{:>32}".format(c) for c in cells)))
     if all(v in found for v in VARIANTS):
         print("\nspeed-up vs torch Gloo fp32 (engine fp32 target >= 0.95x, engine fp16 >= 1.8x at >= 16 MiB) and "
               "engine fp16 vs the torch fp16 floor (target >= 0.95x):")

@@ -45,18 +45,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from aiacc_build.adapters import adapter_for
-from aiacc_build.build.binding import build_binding, ensure_binding_envs, read_binding_spec
-from aiacc_build.build.cache import DEFAULT_CACHE_DIR, BuildCache
-from aiacc_build.build.common import build_common
-from aiacc_build.build.core import build_core
-from aiacc_build.build.driver import BUILD_TYPE, Builder, BuildOptions, CellResult
-from aiacc_build.build.framework_facts import FrameworkFacts, read_facts
-from aiacc_build.build.frameworks import RegistryClient, resolve_framework
-from aiacc_build.build.hashing import file_sha256, tree_digest
-from aiacc_build.build.plan import CellPlan, human_size, plan_cells
-from aiacc_build.build.repair import repair_and_retag
-from aiacc_build.build.smoke import smoke_test
-from aiacc_build.build.toolchain import detect_toolchain, find_interpreter
+from aiacc_build.wheels.binding import build_binding, ensure_binding_envs, read_binding_spec
+from aiacc_build.wheels.cache import DEFAULT_CACHE_DIR, BuildCache
+from aiacc_build.wheels.common import build_common
+from aiacc_build.wheels.core import build_core
+from aiacc_build.wheels.driver import BUILD_TYPE, Builder, BuildOptions, CellResult
+from aiacc_build.wheels.framework_facts import FrameworkFacts, read_facts
+from aiacc_build.wheels.frameworks import resolve_framework
+from aiacc_build.registry import RegistryClient
+from aiacc_build.hashing import file_sha256, tree_digest
+from aiacc_build.wheels.plan import CellPlan, human_size, plan_cells
+from aiacc_build.wheels.repair import repair_and_retag
+from aiacc_build.wheels.smoke import smoke_test
+from aiacc_build.wheels.toolchain import detect_toolchain, find_interpreter
 from aiacc_build.matrix import load_release
 from aiacc_build.naming import wheel_filename
 from aiacc_build.paths import NATIVE_DIR, REPO_ROOT

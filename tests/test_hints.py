@@ -13,9 +13,9 @@ import click
 import pytest
 
 from aiacc_build import hints
-from aiacc_build.build.frameworks import RegistryClient
-from aiacc_build.build.plan import plan_cells
-from aiacc_build.build.select import select
+from aiacc_build.registry import RegistryClient
+from aiacc_build.wheels.plan import plan_cells
+from aiacc_build.wheels.select import select
 from aiacc_build.cli import _register, cli, main
 from aiacc_build.errors import AiaccError
 from aiacc_build.images.local import MissingWheelError, buildable_images, local_images

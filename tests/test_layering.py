@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aiacc_build"
-STEPS = ("build", "render", "checks", "images", "index")
+STEPS = ("wheels", "toolkits", "render", "checks", "images", "index")
 # layer -> the packages its modules must not import at run time
 FORBIDDEN = {
     "model.py": STEPS + ("matrix",),

@@ -11,9 +11,10 @@ COMMAND_MODULES: list[str] = [
     "matrix.cli",
     "render.cli",
     "checks.cli",
-    "build.cli",
+    "wheels.cli",
+    "index.cli",
     "images.cli",
-    "build.toolkit_cli",
+    "toolkits.cli",
     "adapters.cli",
 ]
 

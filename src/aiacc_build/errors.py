@@ -76,7 +76,7 @@ class HostServiceError(AiaccError):
 
 
 def exit_codes() -> dict[int, str]:
-    """Every exit code of `aiacc-build` and what it means (for --help and the README)."""
+    """Every exit code of `aiacc-build` and what it means (for --help and docs/commands.md)."""
     return {0: "success", **{cls.exit_code: cls.summary for cls in EXIT_CODE_CLASSES}}
 
 

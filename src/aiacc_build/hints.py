@@ -75,9 +75,9 @@ def next_steps(release: str, dist_dir: Path | None = None, port: int = 8000) -> 
 
 def main() -> None:
     """Print the next steps for the newest release in the default dist/ (the main job's last lines)."""
-    from .matrix import load_all
+    from .matrix import default_release
 
-    for line in next_steps(load_all()[-1].info.version):
+    for line in next_steps(default_release()):
         print(line)
 
 

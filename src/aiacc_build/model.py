@@ -140,7 +140,9 @@ class Cell:
     @property
     def key(self) -> str:
         """A stable, human-readable id: `1.5.0/torch-1.7.1/cuda11.0/py3.6/x86_64`."""
-        accel = "cpu" if self.cuda is None else f"cuda{self.cuda}"
+        from .naming import accelerator  # naming builds on this model; the label is its to make
+
+        accel = accelerator(self.cuda)
         py = f"py{self.python}" if self.python else "py-any"
         return f"{self.release_version}/{self.framework.value}-{self.framework_version}/{accel}/{py}/{self.arch.value}"
 

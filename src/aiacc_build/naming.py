@@ -35,14 +35,29 @@ def cuda_nodot(cuda: str) -> str:
     return cuda.replace(".", "")
 
 
+def accelerator(cuda: str | None) -> str:
+    """The accelerator of a cell key, a conda file, a fact or an image tag: `cuda11.0` or `cpu`."""
+    return "cpu" if cuda is None else f"cuda{cuda}"
+
+
+def accelerator_nodot(cuda: str | None) -> str:
+    """The accelerator without its dot (mirror folders, CI job ids): `cuda110` or `cpu`."""
+    return "cpu" if cuda is None else f"cuda{cuda_nodot(cuda)}"
+
+
+def cuda_or_cpu(cuda: str | None) -> str:
+    """The CUDA version as build inputs and the install script's table spell it: `11.0` or `cpu`."""
+    return "cpu" if cuda is None else cuda
+
+
 def accelerator_folder(cell: Cell) -> str:
     """Mirror folder of a cell's wheel: `cuda110/`, `cpu/`."""
-    return "cpu" if cell.cuda is None else f"cuda{cuda_nodot(cell.cuda)}"
+    return accelerator_nodot(cell.cuda)
 
 
 def accelerator_label(cell: Cell) -> str:
     """Conda file label: `cuda11.0` or `cpu`."""
-    return "cpu" if cell.cuda is None else f"cuda{cell.cuda}"
+    return accelerator(cell.cuda)
 
 
 def docker_accelerator_label(cell: Cell) -> str:
@@ -171,13 +186,13 @@ def cibw_build_selector(group: CellGroup) -> str:
 
 def ci_job_id(group: CellGroup) -> str:
     """A GitHub Actions job id (letters, digits, `_`, `-`): `torch-1_7_1-cuda110-x86_64`."""
-    accel = "cpu" if group.cuda is None else f"cuda{cuda_nodot(group.cuda)}"
+    accel = accelerator_nodot(group.cuda)
     return f"{group.framework.value}-{group.framework_version.replace('.', '_')}-{accel}-{group.arch.value}"
 
 
 def builder_image_tag(release: ReleaseInfo, cuda: str | None, arch: str) -> str:
     """Local builder image for a CUDA toolkit: `perseus-builder:manylinux2014-cuda11.0-x86_64`."""
-    accel = "cpu" if cuda is None else f"cuda{cuda}"
+    accel = accelerator(cuda)
     return f"perseus-builder:{release.manylinux_image}-{accel}-{arch}"
 
 
@@ -232,7 +247,7 @@ def cuda_base_image(cuda: str, os_type: str) -> str:
 
 def local_base_image(release: ReleaseInfo, cuda: str | None) -> str:
     """The Debian base made on this machine (debootstrap + import), with or without a CUDA toolkit."""
-    accel = "cpu" if cuda is None else f"cuda{cuda}"
+    accel = accelerator(cuda)
     return f"perseus-base:{release.local_os_type}-{accel}"
 
 

@@ -18,8 +18,8 @@ from wheels_testkit import RELEASE as BUILD_RELEASE
 from aiacc_build import adapters, naming
 from aiacc_build.adapters.base import FrameworkAdapter, InstallerDetection
 from aiacc_build.adapters.runtime_table import RUNTIME_TABLE, render_runtime_table, stale_runtime_table
-from aiacc_build.build.frameworks import RegistryClient
-from aiacc_build.build.plan import CellStatus, plan_cell
+from aiacc_build.registry import RegistryClient
+from aiacc_build.wheels.plan import CellStatus, plan_cell
 from aiacc_build.matrix import load_all
 from aiacc_build.matrix.schema import FactsFile
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild, WheelTagRules

@@ -1,7 +1,7 @@
 """The LOCAL cell (2.0.0, torch 2.13.0, CPU, Python 3.11, x86_64): the pip part of its rendered conda
 file installs for real into a fresh Python 3.11 venv and imports perseus and perseus.torch.
 
-The wheels come from the session build of the local cell (tests/build/local_build.py), indexed and
+The wheels come from the session build of the local cell (tests/wheels/local_build.py), indexed and
 served on 127.0.0.1 by `aiacc_build.index.serve.MirrorServer` (what `aiacc-build serve` runs). The
 published mirror URL in the file's lines is rewritten to that server (`rewrite_mirror`: the prefix
 `<release mirror_url>/` becomes `http://127.0.0.1:PORT/`); every other line is used as rendered.
@@ -15,14 +15,13 @@ Opt-in (AIACC_OPTIN=1): the same with a venv that holds nothing, as `conda env c
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "build"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "wheels"))
 
 from local_build import LOCAL_KEY, local_build  # noqa: E402,F401
 from wheels_testkit import LOCAL_TORCH_FILE  # noqa: E402
@@ -72,9 +71,9 @@ def _assert_installed(result):
 
 
 def test_pip_part_installs_from_the_served_mirror_and_imports(local_env_file, served, local_build, tmp_path):  # noqa: F811
-    from aiacc_build.build.cache import BuildCache
-    from aiacc_build.build.envs import create_venv, install
-    from aiacc_build.build.toolchain import find_interpreter
+    from aiacc_build.wheels.cache import BuildCache
+    from aiacc_build.wheels.envs import create_venv, install
+    from aiacc_build.wheels.toolchain import find_interpreter
 
     env, cell = local_env_file
     cache = BuildCache(local_build.cache_dir)
@@ -87,8 +86,7 @@ def test_pip_part_installs_from_the_served_mirror_and_imports(local_env_file, se
     assert "Successfully installed" in result.pip_output and "perseus-torch-2.0.0+2.13.0" in result.pip_output
 
 
-@pytest.mark.optin
-@pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in (AIACC_OPTIN=1): pip unpacks torch into an empty venv (~1.5-3 min)")
+@pytest.mark.optin("pip unpacks torch into an empty venv (~1.5-3 min)")
 def test_pip_part_installs_into_an_empty_venv(local_env_file, served, tmp_path):
     env, cell = local_env_file
     result = install_pip_section(env, tmp_path / "venv", cell.release.mirror_url, served.url, ("perseus", "perseus.torch"), pip_args=("--retries", "0"))

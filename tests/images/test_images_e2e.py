@@ -6,7 +6,6 @@ hit), push it to a registry on 127.0.0.1, remove it, pull it by its seed-style t
 from __future__ import annotations
 
 import json
-import os
 import resource
 import shutil
 import time
@@ -25,7 +24,7 @@ from aiacc_build.paths import DIST_DIR
 from aiacc_build.render.docker import DOCKER_RUN_ARGS
 from aiacc_build.render.support import BuildHost
 
-pytestmark = pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in (AIACC_OPTIN=1): starts dockerd and builds an image")
+pytestmark = pytest.mark.optin("starts dockerd and builds an image")
 
 LOCAL_CELL = "2.0.0/torch-2.13.0/cpu/py3.11/x86_64"
 HVD_CHECK = (

@@ -12,7 +12,8 @@ from aiacc_build.errors import UnsupportedCellError
 from aiacc_build.images.build import _step_instruction
 from aiacc_build.images.local import MissingWheelError, _wheels_of, buildable_images, local_images
 from aiacc_build.images.registry import free_port
-from aiacc_build.images.wheelhouse import LoopbackServer, sha256_of
+from aiacc_build.hashing import file_sha256
+from aiacc_build.images.wheelhouse import LoopbackServer
 from aiacc_build.matrix import load_release
 from aiacc_build.render.support import BuildHost
 
@@ -49,7 +50,7 @@ def test_loopback_server_serves_files_and_digest_matches(tmp_path):
     with LoopbackServer(tmp_path, free_port()) as server:
         body = urllib.request.urlopen(server.url("mirror/" + naming.url_path("a+b.whl"))).read()
     assert body == payload
-    assert sha256_of(tmp_path / "mirror" / "a+b.whl") == hashlib.sha256(payload).hexdigest()
+    assert file_sha256(tmp_path / "mirror" / "a+b.whl") == hashlib.sha256(payload).hexdigest()
 
 
 def test_build_steps_are_read_from_the_classic_builder_output():

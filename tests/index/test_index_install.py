@@ -14,9 +14,9 @@ import requests
 from wheels_testkit import LOCAL_TORCH_FILE, check_torch_op
 
 from aiacc_build import naming
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.envs import Venv, create_venv, install
-from aiacc_build.build.toolchain import find_interpreter
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.envs import Venv, create_venv, install
+from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.index.serve import MirrorServer
 
 

@@ -14,13 +14,13 @@ import pytest
 import requests
 from local_build import shared_cache_dir
 
-from aiacc_build.build.cache import BuildCache
-from aiacc_build.build.driver import Builder
-from aiacc_build.build.envs import create_venv, install
-from aiacc_build.build.frameworks import RegistryClient
-from aiacc_build.build.plan import plan_cells
-from aiacc_build.build.record import load_record, save_record
-from aiacc_build.build.toolchain import find_interpreter
+from aiacc_build.wheels.cache import BuildCache
+from aiacc_build.wheels.driver import Builder
+from aiacc_build.wheels.envs import create_venv, install
+from aiacc_build.registry import RegistryClient
+from aiacc_build.wheels.plan import plan_cells
+from aiacc_build.wheels.record import load_record, save_record
+from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.errors import BuildError, ConfigurationError
 from aiacc_build.index.mirror import build_index
 from aiacc_build.index.serve import MirrorServer
@@ -121,7 +121,7 @@ def test_earlier_built_cells_survive_only_while_their_file_is_unchanged(tmp_path
     target = dist / "1.5.0" / cell.path
     target.parent.mkdir(parents=True)
     target.write_bytes(b"wheel bytes")
-    from aiacc_build.build.hashing import file_sha256
+    from aiacc_build.hashing import file_sha256
 
     record.cells[0] = cell.model_copy(update={"status": "built", "sha256": file_sha256(target), "size": 11})
     save_record(record, dist)

@@ -14,7 +14,6 @@ NVCC = "/usr/local/cuda/bin/nvcc"
 
 pytestmark = [
     pytest.mark.optin,
-    pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in: set AIACC_OPTIN=1"),
 ]
 
 

@@ -13,8 +13,7 @@ from aiacc_build.paths import REPO_ROOT
 SCRIPT = REPO_ROOT / "scripts" / "cibw_pinned_image.py"
 
 
-@pytest.mark.optin
-@pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in (AIACC_OPTIN=1): downloads cibuildwheel from PyPI")
+@pytest.mark.optin("downloads cibuildwheel from PyPI")
 def test_pinned_manylinux_image_of_each_release(real_releases, tmp_path):
     for release in real_releases:
         target = tmp_path / release.info.cibuildwheel

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from aiacc_build.build.record import BuildRecord
+from aiacc_build.wheels.record import BuildRecord
 from aiacc_build.adapters.mxnet import MxnetAdapter
 from aiacc_build.model import Framework
 from aiacc_build.render.support import BuildHost, build_location

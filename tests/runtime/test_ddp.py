@@ -184,8 +184,9 @@ def test_perf_check_reports_the_slow_rank_on_its_own_machine(suite):
 
 def test_variables_this_build_cannot_honour_warn_once_saying_why(suite):
     for messages in case(suite, "unhonoured"):
-        for variable, reason in [("PERSEUS_OFFLINE_NEG", "no offline negotiation mode yet"),
-                                 ("PERSEUS_NCCL_ENABLE", "special perseus build"),
+        # PERSEUS_OFFLINE_NEG is set in this case too: the engine honours it now (issue 12), so no warning
+        assert not any(m.startswith("PERSEUS_OFFLINE_NEG") for m in messages), messages
+        for variable, reason in [("PERSEUS_NCCL_ENABLE", "special perseus build"),
                                  ("PERSEUS_NCCL_NETWORK_INTERFACE", "no NCCL communicator"),
                                  ("PERSEUS_GRADIENT_MOMENTUM", "PERSEUS_DOWNSAMPLE_N_ELEMENTS=1"),
                                  ("PERSEUS_ALLREDUCE_GRADIENT_SCALE", "PERSEUS_ALLREDUCE_DTYPE=1")]:

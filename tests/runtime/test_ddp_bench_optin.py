@@ -14,7 +14,6 @@ from perseus_harness import REPO_ROOT
 pytestmark = pytest.mark.optin
 
 
-@pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in: set AIACC_OPTIN=1")
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("tc") is None, reason="needs root and iproute2")
 def test_ddp_bench_runs_all_variants_and_cleans_up():
     done = subprocess.run([sys.executable, str(REPO_ROOT / "bench" / "ddp_bench.py"), "--steps", "2", "--warmup", "1",

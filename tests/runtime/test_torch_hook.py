@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from aiacc_build.build.cache import DEFAULT_CACHE_DIR, BuildCache
-from aiacc_build.build.envs import create_venv, install
-from aiacc_build.build.toolchain import find_interpreter
+from aiacc_build.wheels.cache import DEFAULT_CACHE_DIR, BuildCache
+from aiacc_build.wheels.envs import create_venv, install
+from aiacc_build.wheels.toolchain import find_interpreter
 from perseus import _torch_hook
 from perseus_harness import REPO_ROOT, free_port, python_path
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from perseus import config
+from perseus import config, variable_names
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "native" / "runtime"
@@ -44,9 +44,9 @@ def test_generated_header_and_page_are_current():
 
 def test_unknown_names_get_did_you_mean_and_the_manuals_spelling_is_an_alias():
     env = {"PERSEUS_ALLREDUCE_DTPYE": "1", "PERSEUS_LAUNCHER": "perseusrun", "PERSEUS_TEST_OUT": "x"}
-    assert config.unknown_variables(env) == [("PERSEUS_ALLREDUCE_DTPYE", "PERSEUS_ALLREDUCE_DTYPE")]
+    assert variable_names.unknown_variables(env) == [("PERSEUS_ALLREDUCE_DTPYE", "PERSEUS_ALLREDUCE_DTYPE")]
     assert config.load({"PERSEUS_ALLREDUCE_NANHECK": "1"}).nancheck is True
-    assert config.alias_notes({"PERSEUS_ALLREDUCE_NANHECK": "1"}) == [
+    assert variable_names.alias_notes({"PERSEUS_ALLREDUCE_NANHECK": "1"}) == [
         "PERSEUS_ALLREDUCE_NANHECK is read as PERSEUS_ALLREDUCE_NANCHECK, its documented name"]
     assert config.load({"PERSEUS_ALLREDUCE_NANHECK": "1", "PERSEUS_ALLREDUCE_NANCHECK": "0"}).nancheck is False
 

@@ -4,6 +4,7 @@
 
 #include "downsample.h"
 #include "engine.h"
+#include "tcp_store.h"
 #include "errors.h"
 #include "mpi_loader.h"
 #include "options.h"
@@ -19,6 +20,11 @@ struct perseus_engine {
   Engine engine;
   perseus::engine::Downsampler downsampler;  // perseus_engine_allreduce_downsampled
   explicit perseus_engine(const perseus_engine_options& o) : engine(o) {}
+};
+
+struct perseus_engine_store {
+  perseus::engine::TcpStoreServer server;
+  perseus_engine_store(const std::string& host, int port) : server(host, port) {}
 };
 
 namespace {
@@ -136,6 +142,27 @@ perseus_engine_status perseus_engine_destroy(perseus_engine* engine) {
   delete engine;
   if (s == PERSEUS_ENGINE_OK && !failure.empty()) return fail(PERSEUS_ENGINE_COMMUNICATION, "perseus engine: " + failure);
   return s;
+}
+
+perseus_engine_status perseus_engine_store_serve(const char* host, int port, perseus_engine_store** store) {
+  return guarded([&] {
+    need(store, "store");
+    if (port < 0 || port > 65535) throw invalid_argument("perseus engine: store port " + std::to_string(port) + " is not 0..65535");
+    try {
+      *store = new perseus_engine_store(host ? host : "", port);
+    } catch (const EngineError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw EngineError(PERSEUS_ENGINE_COMMUNICATION, std::string("perseus engine: cannot serve the rendezvous store: ") + e.what());
+    }
+  });
+}
+
+int perseus_engine_store_port(perseus_engine_store* store) { return store ? store->server.port() : -1; }
+
+perseus_engine_status perseus_engine_store_stop(perseus_engine_store* store) {
+  delete store;
+  return PERSEUS_ENGINE_OK;
 }
 
 perseus_engine_status perseus_engine_info_get(perseus_engine* engine, perseus_engine_info* info) {

@@ -4,7 +4,10 @@
 #include <arpa/inet.h>
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <netdb.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +51,16 @@ std::string route_address(const std::string& master, int port) {
 
 std::vector<char> to_bytes(const std::string& s) { return {s.begin(), s.end()}; }
 
+// A write to a peer that closed raises SIGPIPE in the writing thread, which kills a host program that
+// does not ignore it (Python does; a C++ host may not). The engine's threads (and Gloo's device loop,
+// created by a thread with this mask) block it: the write fails with EPIPE and the collective reports it.
+void block_sigpipe(sigset_t* previous = nullptr) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &set, previous);
+}
+
 }  // namespace
 
 // ---- Op -----------------------------------------------------------------------------------------
@@ -79,8 +92,12 @@ void Op::part_done(perseus_engine_status s, const std::string& message) {
 // ---- set-up -------------------------------------------------------------------------------------
 
 Engine::Engine(const perseus_engine_options& options) : options_(options), table_(options.size) {
+  if (options_.offline_neg) learner_ = std::make_unique<PlanLearner>();
   rendezvous();
-  negotiator_ = std::thread([this] { negotiate_loop(); });
+  negotiator_ = std::thread([this] {
+    block_sigpipe();
+    negotiate_loop();
+  });
 }
 
 void Engine::rendezvous() {
@@ -100,7 +117,10 @@ void Engine::rendezvous() {
     } else {
       attr.hostname = size > 1 ? route_address(options_.master_addr, options_.master_port) : "127.0.0.1";
     }
+    sigset_t previous;
+    block_sigpipe(&previous);  // Gloo's loop thread starts here and inherits the mask
     device_ = gloo::transport::tcp::CreateDevice(attr);
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   } catch (const EngineError&) {
     throw;
   } catch (const std::exception& e) {
@@ -171,9 +191,13 @@ void Engine::rendezvous() {
                           std::to_string(options_.timeout_seconds) +
                           ", or the address peers use for this rank is wrong: set PERSEUS_GLOO_NETWORK_INTERFACE");
   }
+  tuner_ = std::make_unique<StreamTuner>(options_.streams, options_.stream_tuning != 0 && size > 1);
   for (auto& s : streams_) {
     Stream* raw = s.get();
-    s->thread = std::thread([this, raw] { stream_loop(*raw); });
+    s->thread = std::thread([this, raw] {
+      block_sigpipe();
+      stream_loop(*raw);
+    });
   }
 }
 
@@ -188,6 +212,7 @@ Engine::~Engine() {
 
 int64_t Engine::submit(Request request, void* data, const void* input) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!offline_abort_.empty()) throw EngineError(PERSEUS_ENGINE_MISMATCH, offline_abort_);
   if (!failure_.empty()) throw EngineError(PERSEUS_ENGINE_COMMUNICATION, "perseus engine is broken: " + failure_);
   if (shutdown_requested_ || stopped_) {
     throw EngineError(PERSEUS_ENGINE_SHUT_DOWN, "perseus engine: '" + request.name + "' submitted after shutdown");
@@ -233,11 +258,23 @@ void Engine::release(int64_t handle) {
 
 void Engine::negotiate_loop() {
   const auto cycle = std::chrono::microseconds(int64_t(options_.cycle_ms * 1000));
+  // Eager cycles: while collectives this rank announced wait for other ranks, the next allgather starts at
+  // once instead of after a cycle. It then waits in Gloo for the others' next cycle, which a late rank
+  // starts the moment it submits: the collective is agreed one round trip after the last submission
+  // rather than up to a cycle later. Bounded, so that ranks waiting for each other do not spin.
+  constexpr int kMaxEagerCycles = 64;
+  int eager_streak = 0;
   while (true) {
+    if (offline_) {
+      if (!offline_cycle()) break;
+      continue;
+    }
     Announcement mine;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      submitted_cv_.wait_for(lock, cycle, [&] { return !submitted_.empty() || shutdown_requested_; });
+      const bool eager = !announced_.empty() && eager_streak < kMaxEagerCycles;
+      eager_streak = eager ? eager_streak + 1 : 0;
+      if (!eager) submitted_cv_.wait_for(lock, cycle, [&] { return !submitted_.empty() || shutdown_requested_; });
       for (auto& op : submitted_) {
         mine.requests.push_back(op->request);
         announced_[op->request.name] = op;
@@ -267,6 +304,8 @@ void Engine::negotiate_loop() {
       break;
     }
     auto ready = table_.take_ready();
+    if (!ready.empty()) eager_streak = 0;
+    if (learner_ && !ready.empty()) learner_->add_cycle(ready);
     dispatch(ready);
     apply_aborts(aborts);  // after take_ready: a collective that completed this cycle is not aborted
     if (shutdown_by >= 0) {
@@ -274,6 +313,14 @@ void Engine::negotiate_loop() {
       fail_pending(PERSEUS_ENGINE_SHUT_DOWN,
                    "perseus engine: " + who + " shut its engine down before every rank submitted this collective");
       break;
+    }
+    // every rank sees the same agreements, table and aborts: all switch in this same cycle
+    std::vector<PlanBatch> plan;
+    if (learner_ && aborts.empty() && table_.pending() == 0 && learner_->try_finish(&plan)) {
+      offline_ = std::make_unique<OfflinePlan>(std::move(plan), options_.rank);
+      plan_collectives_ = int(offline_->collectives());
+      offline_active_ = true;
+      learner_.reset();
     }
   }
   for (auto& s : streams_) {
@@ -286,6 +333,7 @@ void Engine::negotiate_loop() {
 }
 
 void Engine::dispatch(std::vector<Agreed>& ready) {
+  if (tuner_->decision_due()) agree_streams();
   // fp32 allreduces of this cycle are fused per reduce op; everything else runs alone
   std::vector<std::shared_ptr<Op>> fuse[2];
   for (auto& agreed : ready) {
@@ -308,8 +356,16 @@ void Engine::dispatch(std::vector<Agreed>& ready) {
       continue;
     }
     auto shared = std::make_shared<Agreed>(std::move(agreed));
-    enqueue([this, op, shared](Stream& s) { run_single(s, op, *shared); });
+    enqueue([this, op, shared](Stream& s) { run_single(s, op, *shared); }, tuner_->active());
   }
+  struct Group {
+    std::shared_ptr<std::vector<Unit>> units;
+    std::shared_ptr<std::vector<std::shared_ptr<Op>>> ops;
+    int reduce_op;
+    uint64_t bytes;
+  };
+  std::vector<Group> fused;
+  uint64_t total = 0;
   for (int reduce_op = 0; reduce_op < 2; ++reduce_op) {
     auto& ops = fuse[reduce_op];
     if (ops.empty()) continue;
@@ -329,18 +385,30 @@ void Engine::dispatch(std::vector<Agreed>& ready) {
     for (auto& op : ops) {
       if (op->parts_left == 0) op->finish(PERSEUS_ENGINE_OK, "");  // an empty tensor
     }
+    auto group_ops = std::make_shared<std::vector<std::shared_ptr<Op>>>(ops);
     for (auto& g : groups) {
       if (g.empty()) continue;
-      auto units = std::make_shared<std::vector<Unit>>(g);
-      auto group_ops = std::make_shared<std::vector<std::shared_ptr<Op>>>(ops);
-      enqueue([this, units, group_ops, reduce_op](Stream& s) { run_allreduce_fp32(s, *group_ops, *units, reduce_op); });
+      uint64_t bytes = 0;
+      for (const auto& u : g) bytes += u.numel * 4;
+      fused.push_back(Group{std::make_shared<std::vector<Unit>>(g), group_ops, reduce_op, bytes});
+      total += bytes;
     }
+  }
+  if (fused.empty()) return;
+  const StreamTuner::Slot slot = tuner_->on_dispatch(total);
+  for (auto& g : fused) {
+    tuner_->group_started(slot.tag, g.bytes);
+    enqueue([this, g, tag = slot.tag](Stream& s) {
+      run_allreduce_fp32(s, *g.ops, *g.units, g.reduce_op);
+      tuner_->group_done(tag);
+    }, slot.streams);
   }
 }
 
-void Engine::enqueue(std::function<void(Stream&)> task) {
-  Stream& s = *streams_[next_stream_];
-  next_stream_ = (next_stream_ + 1) % streams_.size();
+void Engine::enqueue(std::function<void(Stream&)> task, int streams) {
+  // every rank issues the same tasks with the same counts: the same stream for each
+  Stream& s = *streams_[next_stream_ % size_t(streams)];
+  ++next_stream_;
   {
     std::lock_guard<std::mutex> lock(s.mu);
     s.queue.push_back([task, &s] { task(s); });
@@ -410,7 +478,11 @@ void Engine::run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>
                                 const std::vector<Unit>& units, int reduce_op) {
   std::string broken = failure();
   if (!broken.empty()) {
-    for (const auto& u : units) ops[u.tensor]->part_done(PERSEUS_ENGINE_COMMUNICATION, "perseus engine is broken: " + broken);
+    std::string deviation = abort_after_failure();
+    for (const auto& u : units) {
+      ops[u.tensor]->part_done(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
+                               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
+    }
     return;
   }
   const Unit& first = units[0];
@@ -451,6 +523,11 @@ void Engine::run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>
   } catch (const std::exception& e) {
     status = PERSEUS_ENGINE_COMMUNICATION;
     message = collective_error(ops[first.tensor]->request, e.what());
+    std::string deviation = abort_after_failure();
+    if (!deviation.empty()) {
+      status = PERSEUS_ENGINE_MISMATCH;
+      message = deviation;
+    }
     set_failure(message);
   }
   if (!in_place) {
@@ -466,7 +543,9 @@ void Engine::run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>
 void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed) {
   std::string broken = failure();
   if (!broken.empty()) {
-    op->finish(PERSEUS_ENGINE_COMMUNICATION, "perseus engine is broken: " + broken);
+    std::string deviation = abort_after_failure();
+    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
+               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
     return;
   }
   const Request& r = op->request;
@@ -516,8 +595,10 @@ void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& 
     }
   } catch (const std::exception& e) {
     std::string message = collective_error(r, e.what());
-    set_failure(message);
-    op->finish(PERSEUS_ENGINE_COMMUNICATION, message);
+    std::string deviation = abort_after_failure();
+    set_failure(deviation.empty() ? message : deviation);
+    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
+               deviation.empty() ? message : deviation);
     return;
   }
   op->finish(PERSEUS_ENGINE_OK, "");
@@ -572,12 +653,22 @@ perseus_engine_info Engine::info() {
   i.node = node_;
   i.num_nodes = num_nodes_;
   i.streams = int(streams_.size());
+  i.streams_in_use = tuner_ ? tuner_->active() : i.streams;
+  i.stream_tuning = !tuner_ || !tuner_->tuning() ? 0 : (tuner_->decided() ? 2 : 1);
+  if (tuner_ && tuner_->decided() && tuner_->tuning()) {
+    i.tuned_seconds_per_gib_one = tuner_->agreed()[0];
+    i.tuned_seconds_per_gib_all = tuner_->agreed()[1];
+  }
   i.hierarchical = policy_.hierarchical;
   i.intra_fp16 = policy_.intra_fp16;
   i.inter_fp16 = policy_.inter_fp16;
   i.collectives = collectives_;
   i.fused_groups = fused_groups_;
   i.negotiation_cycles = cycles_;
+  i.offline_batches = offline_batches_;
+  i.offline = offline_active_ ? 1 : 0;
+  i.plan_collectives = plan_collectives_;
+  i.renegotiations = renegotiations_;
   return i;
 }
 

@@ -16,7 +16,9 @@
 
 #include "group.h"
 #include "negotiation.h"
+#include "offline.h"
 #include "plan.h"
+#include "stream_tuner.h"
 #include "perseus/engine.h"
 #include "tcp_store.h"
 #include "wire.h"
@@ -74,8 +76,18 @@ class Engine {
 
   void rendezvous();
   void negotiate_loop();
+  // PERSEUS_OFFLINE_NEG (engine_offline.cc): one step of the offline loop (false: the loop ends)
+  bool offline_cycle();
+  bool next_batch_submitted() const;  // mu_ held
+  bool run_next_batch(std::chrono::steady_clock::time_point deadline);
+  bool shutdown_requested();
+  bool renegotiate(bool shutdown, const std::string& off_plan);
+  void deviate(const std::string& what);
+  bool poll_abort();
+  std::string abort_after_failure();  // a stream's collective failed: another rank's deviation, if any
   void dispatch(std::vector<Agreed>& ready);
-  void enqueue(std::function<void(Stream&)> task);
+  void enqueue(std::function<void(Stream&)> task, int streams);
+  void agree_streams();  // the stream tuner's decision, the same on every rank
   void stream_loop(Stream& s);
   void run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>>& ops,
                           const std::vector<Unit>& units, int reduce_op);
@@ -95,6 +107,7 @@ class Engine {
   std::unique_ptr<Group> control_;
   std::vector<std::unique_ptr<Stream>> streams_;
   size_t next_stream_ = 0;
+  std::unique_ptr<StreamTuner> tuner_;
   Table table_;
   std::map<std::string, std::chrono::steady_clock::time_point> first_seen_;  // rank 0: the stall clock
 
@@ -110,6 +123,17 @@ class Engine {
   std::string failure_;
 
   std::atomic<uint64_t> collectives_{0}, fused_groups_{0}, cycles_{0};
+
+  // PERSEUS_OFFLINE_NEG: the learner (negotiation thread only), then the plan
+  std::unique_ptr<PlanLearner> learner_;
+  std::unique_ptr<OfflinePlan> offline_;
+  std::atomic<bool> offline_active_{false};
+  std::atomic<uint64_t> offline_batches_{0}, renegotiations_{0};
+  std::atomic<int> plan_collectives_{0};
+  bool waiting_ = false;  // offline: a submission waits for the plan's next batch since waiting_since_
+  std::chrono::steady_clock::time_point waiting_since_, last_abort_poll_;
+  bool abort_poll_off_ = false;
+  std::string offline_abort_;  // guarded by mu_
   std::thread negotiator_;
   bool joined_ = false;
 };

@@ -90,7 +90,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-constexpr int64_t kMagic = 0x5045525345555331;  // "PERSEUS1": the negotiation format's version
+constexpr int64_t kMagic = 0x5045525345555332;  // "PERSEUS2": the negotiation format's version
 
 }  // namespace
 
@@ -110,6 +110,7 @@ std::vector<char> encode(const Announcement& a) {
   }
   w.i64(int64_t(a.aborts.size()));
   for (const auto& name : a.aborts) w.str(name);
+  w.i64(a.position);
   return std::move(w.out);
 }
 
@@ -139,6 +140,7 @@ Announcement decode(const std::vector<char>& bytes) {
   int64_t aborts = rd.i64();
   if (aborts < 0 || aborts > (int64_t(1) << 24)) throw std::runtime_error("corrupt negotiation message (aborts)");
   for (int64_t i = 0; i < aborts; ++i) a.aborts.push_back(rd.str());
+  a.position = rd.i64();
   if (!rd.done()) throw std::runtime_error("corrupt negotiation message (trailing bytes)");
   return a;
 }

@@ -34,6 +34,7 @@ struct Announcement {
   bool shutdown = false;
   std::vector<Request> requests;
   std::vector<std::string> aborts;  // rank 0 only: pending collectives every rank gives up (a stall)
+  int64_t position = -1;  // PERSEUS_OFFLINE_NEG: plan batches this rank ran, when it leaves the plan
 };
 std::vector<char> encode(const Announcement& a);
 Announcement decode(const std::vector<char>& bytes);  // throws std::runtime_error when corrupt

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "errors.h"
 #include "perseus/variables.h"
@@ -58,11 +59,13 @@ void default_options(perseus_engine_options* o) {
   o->wire_dtype = PERSEUS_DEFAULT_ALLREDUCE_DTYPE;
   o->mode = -1;  // automatic (PERSEUS_ALLREDUCE_MODE has no default)
   o->gradient_scale = float(PERSEUS_DEFAULT_ALLREDUCE_GRADIENT_SCALE);
-  o->streams = 1;  // not the declared 4: the engine has no stream tuner yet, and one stream is its measured best
+  o->streams = PERSEUS_DEFAULT_ALLREDUCE_STREAMS;  // an upper limit: the tuner measures 1 against it
+  o->stream_tuning = 1;
   o->fusion = -1;  // automatic
   o->nancheck = PERSEUS_DEFAULT_ALLREDUCE_NANCHECK;
   o->timeout_seconds = PERSEUS_DEFAULT_GLOO_TIMEOUT_SECONDS;
   o->cycle_ms = PERSEUS_DEFAULT_CYCLE_TIME_MS;
+  o->offline_neg = PERSEUS_DEFAULT_OFFLINE_NEG;
 }
 
 void options_from_env(perseus_engine_options* o) {
@@ -81,6 +84,7 @@ void options_from_env(perseus_engine_options* o) {
   if (const char* v = env(PERSEUS_ENV_ALLREDUCE_STREAMS)) {
     o->streams = int(parse_int(PERSEUS_ENV_ALLREDUCE_STREAMS, v, PERSEUS_MIN_ALLREDUCE_STREAMS,
                                PERSEUS_MAX_ALLREDUCE_STREAMS, "an integer 1-12"));
+    o->stream_tuning = 0;  // the user's count is used as it is
   }
   if (const char* v = env(PERSEUS_ENV_ALLREDUCE_FUSION)) {
     o->fusion = int(parse_int(PERSEUS_ENV_ALLREDUCE_FUSION, v, PERSEUS_MIN_ALLREDUCE_FUSION, PERSEUS_MAX_ALLREDUCE_FUSION,
@@ -95,6 +99,20 @@ void options_from_env(perseus_engine_options* o) {
   }
   if (const char* v = env(PERSEUS_ENV_CYCLE_TIME_MS)) {
     o->cycle_ms = parse_double(PERSEUS_ENV_CYCLE_TIME_MS, v, "a number of milliseconds > 0");
+  }
+  if (const char* v = env(PERSEUS_ENV_OFFLINE_NEG)) {
+    o->offline_neg = int(parse_int(PERSEUS_ENV_OFFLINE_NEG, v, 0, 1, "0 (negotiate every cycle) or 1 (offline plan)"));
+  }
+  if (const char* v = env("PERSEUS_STORE_ADDR")) {  // perseusrun serves the store: join it, serve none
+    const char* colon = std::strrchr(v, ':');
+    if (colon == nullptr || colon == v) {
+      throw invalid_argument(std::string("PERSEUS_STORE_ADDR='") + v + "' is not HOST:PORT (perseusrun sets it; unset "
+                             "it when launching otherwise)");
+    }
+    std::string host(v, size_t(colon - v));
+    o->master_port = int(parse_int("PERSEUS_STORE_ADDR's port", colon + 1, 1, 65535, "a TCP port 1-65535"));
+    copy_text(o->master_addr, sizeof(o->master_addr), host.c_str(), "PERSEUS_STORE_ADDR's host");
+    o->serve_store = 0;
   }
   const char* iface = env(PERSEUS_ENV_GLOO_NETWORK_INTERFACE);
   if (iface == nullptr) iface = env("GLOO_SOCKET_IFNAME");
@@ -126,6 +144,8 @@ void validate_options(const perseus_engine_options& o) {
   if (o.fusion < -1 || o.fusion > 128) bad("fusion must be -1 (automatic), 0 or 1..128 (PERSEUS_ALLREDUCE_FUSION)");
   if (o.timeout_seconds < 1) bad("timeout_seconds must be >= 1 (GLOO_TIMEOUT_SECONDS)");
   if (!(o.cycle_ms > 0)) bad("cycle_ms must be > 0 (PERSEUS_CYCLE_TIME_MS)");
+  if (o.stream_tuning < 0 || o.stream_tuning > 1) bad("stream_tuning must be 0 or 1");
+  if (o.offline_neg < 0 || o.offline_neg > 1) bad("offline_neg must be 0 or 1 (PERSEUS_OFFLINE_NEG)");
   if (o.serve_store < -1 || o.serve_store > 1) bad("serve_store must be -1 (rank 0 serves), 0 or 1");
 }
 

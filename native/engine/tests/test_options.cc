@@ -75,3 +75,17 @@ TEST(Options, ValidationRefusesInconsistentNumbers) {
   o.mode = -1;
   validate_options(o);
 }
+
+TEST(Options, TheStorePerseusrunServesIsJoined) {
+  perseus_engine_options o;
+  default_options(&o);
+  {
+    EnvGuard a("PERSEUS_STORE_ADDR", "10.0.0.5:41234");
+    options_from_env(&o);
+  }
+  EXPECT_STREQ(o.master_addr, "10.0.0.5");
+  EXPECT_EQ(o.master_port, 41234);
+  EXPECT_EQ(o.serve_store, 0);
+  EnvGuard b("PERSEUS_STORE_ADDR", "10.0.0.5");
+  EXPECT_NE(error_of(options_from_env, &o).find("PERSEUS_STORE_ADDR='10.0.0.5' is not HOST:PORT"), std::string::npos);
+}

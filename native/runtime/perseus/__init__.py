@@ -28,9 +28,9 @@ def _install_runtime_hooks() -> None:
 
 def _warn_unknown_variables() -> None:
     """A misspelt PERSEUS_* name changes nothing: say so at import, with the closest known name."""
-    from perseus import config
+    from perseus import variable_names
 
-    config.warn_unknown()
+    variable_names.warn_unknown()
 
 
 _warn_unknown_variables()

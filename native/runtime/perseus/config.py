@@ -10,7 +10,6 @@ A variable that this build cannot honour in the situation at hand is reported on
 silently ignored.
 """
 
-import difflib
 import enum
 import math
 import os
@@ -162,7 +161,9 @@ class PerseusConfig:
         "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     streams: int = variable(
         "PERSEUS_ALLREDUCE_STREAMS", 4, _int_range(1, 12), "1-12",
-        "number of communicators that carry fused buffers concurrently", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        "number of communicators that carry fused buffers concurrently; unset, 4 is an upper limit and the first "
+        "large steps measure 1 against 4 and keep the fewest unless more are 3% faster (all ranks agree)",
+        honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     fusion: Optional[int] = variable(  # None: automatic granularity
         "PERSEUS_ALLREDUCE_FUSION", None, _int_range(0, 128), "0-128 (empty: automatic)",
         "gradient fusion granularity handed to the fusion planner", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
@@ -183,7 +184,9 @@ class PerseusConfig:
         "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     offline_neg: bool = variable(
         "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
-        "offline gradient negotiation", honoured_by=())
+        "1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed "
+        "plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs",
+        honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     perf_check_n_steps: int = variable(
         "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")
@@ -212,15 +215,15 @@ class PerseusConfig:
     cycle_time_ms: float = variable(
         "PERSEUS_CYCLE_TIME_MS", 1.0, _float_range(0.0, None, False), "> 0",
         "how often the native engine's ranks agree on the collectives submitted since the last cycle (ms)",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     engine_library: Optional[str] = variable(  # None: the one the package ships
         "PERSEUS_ENGINE_LIBRARY", None, _existing_file, "the path of a libperseus_engine.so",
         "the native engine library the Python handle loads instead of the packaged one",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     mpi_bootstrap_library: Optional[str] = variable(  # None: the plugin for the MPI found at run time
         "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set
 
     def is_set(self, variable: str) -> bool:
@@ -267,45 +270,6 @@ def parse_value(name: str, raw: str) -> Any:
         raise ConfigError("{}={!r} is not allowed: expected {}".format(name, raw, allowed)) from None
 
 
-def unknown_variables(environ: Mapping[str, str]) -> List[Tuple[str, Optional[str]]]:
-    """(name, closest known name or None) of every PERSEUS_* variable set that perseus does not know."""
-    known = sorted(VARIABLE_NAMES | set(_ALIASES))
-    found = []
-    for name in sorted(environ):
-        if (name.startswith("PERSEUS_") and name not in known and name not in NOT_CONFIGURATION
-                and not name.startswith(TEST_PREFIX)):
-            close = difflib.get_close_matches(name, known, n=1, cutoff=0.8)
-            found.append((name, close[0] if close else None))
-    return found
-
-
-# PERSEUS_* names that are not settings of a job: what perseusrun tells the ranks, and the inputs of the
-# build tool, CI jobs and image builds (a job may inherit them harmlessly).
-NOT_CONFIGURATION = frozenset({
-    "PERSEUS_LAUNCHER", "PERSEUS_RELEASE", "PERSEUS_TORCH_DIR", "PERSEUS_MXNET_DIR", "PERSEUS_FRAMEWORK", "PERSEUS_FRAMEWORK_VERSION",
-    "PERSEUS_CUDA", "PERSEUS_MIRROR", "PERSEUS_WHEEL_SHA256", "PERSEUS_WHEELS",
-})
-TEST_PREFIX = "PERSEUS_TEST_"  # the native tests' own inputs
-
-
-class UnknownVariableWarning(UserWarning):
-    """A PERSEUS_* variable is set that perseus does not know: probably misspelt."""
-
-
-def unknown_variable_messages(environ: Mapping[str, str]) -> List[str]:
-    messages = []
-    for name, close in unknown_variables(environ):
-        hint = "; did you mean {}?".format(close) if close else " (perseus reads: see `perseus doctor`)"
-        messages.append("{} is set but perseus has no such variable, so it changes nothing{}".format(name, hint))
-    return messages
-
-
-def warn_unknown(environ: Optional[Mapping[str, str]] = None) -> None:
-    """Warn about every unknown PERSEUS_* name (import perseus, perseusrun and doctor call this)."""
-    for message in unknown_variable_messages(os.environ if environ is None else environ):
-        warnings.warn(message, UnknownVariableWarning, stacklevel=2)
-
-
 def _setting(spec: VariableSpec, environ: Mapping[str, str]) -> Tuple[str, Optional[str]]:
     """(the name it was set under, its value) or (name, None) when unset; the declared name wins over an alias."""
     for name in (spec.name,) + spec.aliases:
@@ -313,16 +277,6 @@ def _setting(spec: VariableSpec, environ: Mapping[str, str]) -> Tuple[str, Optio
         if raw is not None and raw.strip() != "":
             return name, raw
     return spec.name, None
-
-
-def alias_notes(environ: Mapping[str, str]) -> List[str]:
-    """A note for every variable set under an accepted alias (e.g. the 1.5.0 manual's spelling)."""
-    notes = []
-    for alias, spec in sorted(_ALIASES.items()):
-        if environ.get(alias, "").strip():
-            also = " (ignored: {} is set too)".format(spec.name) if environ.get(spec.name, "").strip() else ""
-            notes.append("{} is read as {}, its documented name{}".format(alias, spec.name, also))
-    return notes
 
 
 def _validate_combination(values: Dict[str, Any]) -> None:
@@ -401,14 +355,9 @@ def describe(config: PerseusConfig) -> List[Tuple[str, str, str]]:
 
 __all__ = [
     "AllreduceMode",
-    "UnknownVariableWarning",
-    "alias_notes",
     "parse_value",
     "show",
     "spec_of",
-    "unknown_variable_messages",
-    "unknown_variables",
-    "warn_unknown",
     "ConfigError",
     "NotHonouredWarning",
     "PerseusConfig",

@@ -1,7 +1,7 @@
 """The framework adapters and their one registry, keyed by the matrix's framework name.
 
 `adapter_for(framework)` is how every other module asks about a framework; adding a framework is one
-adapter module listed in BUILTIN plus its binding folder (see docs in README, "Adding a framework").
+adapter module listed in BUILTIN plus its binding folder (docs/extending.md, "Add a framework").
 Tests register a throwaway adapter with `registered(...)`.
 """
 

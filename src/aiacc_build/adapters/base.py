@@ -8,7 +8,6 @@ installer's detection and the names that are the framework's own. `naming.py` ke
 
 from __future__ import annotations
 
-import hashlib
 import re
 import zipfile
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from ..model import Cell, Framework
 from ..errors import BuildError
+from ..hashing import bytes_sha256
 
 if TYPE_CHECKING:
     from ..checks.conda_rules import EnvChecker
@@ -60,7 +60,7 @@ def interface_digest(record: str, prefixes: tuple[str, ...]) -> str | None:
             lines.append(f"{path},{rest.split(',')[0]}")
     if not lines:
         return None
-    return hashlib.sha256("\n".join(sorted(lines)).encode()).hexdigest()
+    return bytes_sha256("\n".join(sorted(lines)).encode())
 
 
 def wheel_record(archive: zipfile.ZipFile) -> str | None:

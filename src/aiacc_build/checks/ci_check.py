@@ -209,7 +209,7 @@ class ReleaseCiChecker:
         if not dockerfile.is_file():
             self.fail("builder-dockerfile", name, f"{target.get('dockerfile')} is not among the rendered files")
         environment = dict(item.split("=", 1) for item in shlex.split(step.env.get("CIBW_ENVIRONMENT", "")) if "=" in item)
-        if environment.get("PERSEUS_CUDA") != (group.cuda or "cpu"):
+        if environment.get("PERSEUS_CUDA") != naming.cuda_or_cpu(group.cuda):
             self.fail("job-cuda", job_id, f"CIBW_ENVIRONMENT sets PERSEUS_CUDA={environment.get('PERSEUS_CUDA')}, the job builds for {group.cuda or 'cpu'}")
 
     def _index(self, jobs: dict[str, dict], groups: dict[str, CellGroup]) -> None:

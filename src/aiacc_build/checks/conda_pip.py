@@ -73,7 +73,7 @@ def env_python(env: EnvFile) -> str:
 
 
 def _interpreter(python: str) -> Path:
-    from ..build.toolchain import find_interpreter
+    from ..wheels.toolchain import find_interpreter
 
     found = find_interpreter(python)
     if found is None:

@@ -12,12 +12,13 @@ import docker
 
 from .. import hints, naming
 from ..errors import BuildError, UnsupportedCellError
+from ..hashing import file_sha256
 from ..render import pip
 from ..render.docker import LOCAL_DOCKERFILE, DockerImage, docker_images
 from ..render.support import BuildHost
 from .base import BaseImage, debian_base, ensure_base_image
 from .build import BuildResult, build_image
-from .wheelhouse import LoopbackServer, framework_wheelhouse, sha256_of
+from .wheelhouse import LoopbackServer, framework_wheelhouse
 
 
 class MissingWheelError(BuildError):
@@ -131,7 +132,7 @@ def build_local_images(
                 args = dict(image.args)
                 args["PIP_FIND_LINKS"] = server.url("wheelhouse/")
                 args["PERSEUS_MIRROR"] = server.url("mirror")
-                args["PERSEUS_WHEEL_SHA256"] = " ".join(sha256_of(w) for w in wheels_of[image.tags[0]])
+                args["PERSEUS_WHEEL_SHA256"] = " ".join(file_sha256(w) for w in wheels_of[image.tags[0]])
                 result = build_image(
                     client, context, f"docker/{image.dockerfile}", image.tags[0], args, on_line=on_line, network_mode="host"
                 )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 import threading
@@ -12,6 +11,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from ..errors import BuildError
+from ..hashing import bytes_sha256
 
 # A fixed port by default: the URLs are build arguments, and the same arguments keep the build cache.
 DEFAULT_PORT = 18765
@@ -23,7 +23,7 @@ class WheelhouseError(BuildError):
 
 def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_dir: Path) -> Path:
     """A folder with the exact framework build and its dependencies, downloaded once (cached by arguments)."""
-    key = hashlib.sha256(repr((pip_args, python_version)).encode()).hexdigest()[:16]
+    key = bytes_sha256(repr((pip_args, python_version)).encode())[:16]
     target = cache_dir / key
     done = target / ".complete"
     if done.exists():
@@ -38,14 +38,6 @@ def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_d
         raise WheelhouseError(f"could not download {' '.join(pip_args)} for Python {python_version}:\n{result.stderr[-2000:]}")
     done.write_text(" ".join(pip_args) + "\n")
     return target
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 class _QuietHandler(SimpleHTTPRequestHandler):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..build.hashing import file_sha256
+from ..hashing import file_sha256
 from ..naming import CHECKSUMS_FILENAME, SIMPLE_INDEX_DIR
 
 

@@ -10,9 +10,9 @@ import click
 from rich.console import Console
 
 from .. import hints
-from ..build.record import mirror_root
+from ..wheels.record import mirror_root
 from ..errors import ConfigurationError
-from ..matrix import load_release
+from ..matrix import default_release, load_release
 from ..naming import simple_index_dir
 from ..paths import DIST_DIR
 from .mirror import build_index
@@ -25,12 +25,6 @@ console = Console()
 def _counts(root: Path) -> str:
     counts = json.loads((root / "support.json").read_text())["counts"]
     return ", ".join(f"{n} {status}" for status, n in counts.items())
-
-
-def default_release() -> str:
-    from ..matrix import load_all
-
-    return load_all()[-1].info.version
 
 
 dist_option = click.option(
@@ -160,3 +154,8 @@ def serve_cmd(
         pass
     finally:
         server.httpd.server_close()
+
+
+def register(cli: click.Group) -> None:
+    cli.add_command(index_cmd)
+    cli.add_command(serve_cmd)

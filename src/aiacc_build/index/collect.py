@@ -11,8 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .. import __version__, naming
-from ..build.hashing import file_sha256
-from ..build.record import BuildRecord, CellRecord, CommonRecord
+from ..hashing import file_sha256
+from ..wheels.record import BuildRecord, CellRecord, CommonRecord
 from ..errors import BuildError
 from ..matrix import Release
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from ..build.record import BuildRecord, CellRecord, CommonRecord
+from ..wheels.record import BuildRecord, CellRecord, CommonRecord
 from ..naming import CHECKSUMS_FILENAME, simple_index_dir
 
 MANIFEST_SCHEMA_VERSION = 1

@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import hints
-from ..build.hashing import file_sha256
-from ..build.record import BuildRecord, load_record, mirror_root
-from ..build.wheelinfo import read_wheel
+from ..hashing import file_sha256
+from ..wheels.record import BuildRecord, load_record, mirror_root
+from ..wheels.wheelinfo import read_wheel
 from ..errors import BuildError, ConfigurationError
-from ..naming import COMMON_DISTRIBUTION, MANIFEST_FILENAME, SIMPLE_INDEX_DIR
+from ..model import Framework
+from ..naming import COMMON_DISTRIBUTION, MANIFEST_FILENAME, SIMPLE_INDEX_DIR, wheel_distribution
 from ..paths import DIST_DIR
 from ..render.output import RenderedFile
 from .checksums import published_files, write_checksums
@@ -100,7 +101,7 @@ def _publish(record: BuildRecord, root: Path, rendered_files: list[RenderedFile]
     folders: dict[str, list[IndexedFile]] = {}
     for cell in record.built:
         assert cell.sha256 is not None
-        folders.setdefault(cell.folder, []).append(_indexed(root, f"perseus_{cell.framework}", cell.path, cell.sha256))
+        folders.setdefault(cell.folder, []).append(_indexed(root, wheel_distribution(Framework(cell.framework)), cell.path, cell.sha256))
     pages = list(write_index(root, None, [common_file]))
     for folder, files in sorted(folders.items()):
         pages += write_index(root, folder, [*files, common_file])

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from .. import hints
-from ..build.record import BuildRecord
+from ..wheels.record import BuildRecord
 from ..errors import ConfigurationError
 from ..matrix import Release
 from ..render.docker import base_image_labels
@@ -51,7 +51,7 @@ def write_rendered(root: Path, rendered: RenderedFile) -> Path:
 
 def point_install_script(release: Release, root: Path, base_url: str) -> Path:
     """Rewrite an indexed mirror's install script to default to `base_url`, and its SHA256SUMS line."""
-    from ..build.hashing import file_sha256
+    from ..hashing import file_sha256
     from ..naming import CHECKSUMS_FILENAME
 
     rendered = render_install_script(release.info, release.cells, checked_base_url(base_url))

@@ -3,6 +3,6 @@
     from aiacc_build.matrix import load_release, load_all, select_cells
 """
 
-from .loader import Release, load_all, load_release, select_cells
+from .loader import Release, default_release, load_all, load_release, select_cells
 
-__all__ = ["Release", "load_all", "load_release", "select_cells"]
+__all__ = ["Release", "default_release", "load_all", "load_release", "select_cells"]

@@ -18,7 +18,8 @@ from ..paths import MATRIX_DIR, RELEASES_DIR
 from . import sync as sync_mod
 from .loader import FACTS_DIR, Release, load_all, load_release, select_cells
 from .names import cell_record
-from .registry import LiveRegistry, RecordedRegistry
+from ..registry import RegistryClient
+from .registry import RecordedRegistry
 from .schema_export import render_schemas
 
 console = Console()
@@ -161,7 +162,7 @@ def sync_cmd(write: bool, check: bool, record: bool, from_dir: str | None, facts
         recorded = folder
     else:
         recorded = registry_dir / sync_mod.today()
-        registry = LiveRegistry(record_dir=recorded if record else None)
+        registry = RegistryClient(record_dir=recorded if record else None)
         if not record:
             recorded = Path(f"live query {sync_mod.today()} (not recorded)")
     rel = recorded.relative_to(MATRIX_DIR.parent) if recorded.is_absolute() and recorded.is_relative_to(MATRIX_DIR.parent) else recorded

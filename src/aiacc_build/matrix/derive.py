@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from packaging.version import Version
 
 from ..model import Arch, Cell, Framework, ReleaseInfo, python_specific
+from ..naming import accelerator
 from .facts import Facts, ResolvedBuild
 from .located_yaml import LocatedData
 from .schema import FrameworkRules, ReleaseFile, SupportEntry
@@ -213,7 +214,7 @@ class Deriver:
     def _exclude(self, fw: Framework, rules: FrameworkRules, base: tuple, start: int) -> None:
         for i, rule in enumerate(rules.exclude):
             def fits(c: Cell) -> bool:  # every field but the Python
-                accel = "cpu" if c.cuda is None else f"cuda{c.cuda}"
+                accel = accelerator(c.cuda)
                 return ((rule.version is None or c.framework_version == rule.version)
                         and (rule.accelerator is None or accel == rule.accelerator)
                         and (rule.arch is None or c.arch.value == rule.arch))

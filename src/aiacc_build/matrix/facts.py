@@ -15,6 +15,7 @@ from packaging.requirements import Requirement
 from packaging.version import Version
 
 from ..errors import MatrixError
+from .. import naming
 from ..model import Arch, Framework, FrameworkBuild
 from .files import read_model
 from .schema import BuildFact, FactsFile, RegistryFile
@@ -144,12 +145,12 @@ def _resolve(
             problems.append(f"{where}: no Python is known for {b.requirement} on {arch_name}; list `pythons` explicitly")
             continue
         if b.accelerator == "pypi":
-            accelerator = "cpu" if reg.requires_cuda is None else f"cuda{reg.requires_cuda}"  # type: ignore[union-attr]
+            accelerator = naming.accelerator(reg.requires_cuda)  # type: ignore[union-attr]
         else:
             accelerator = b.accelerator
             # only the registry's own build can contradict (a `+cu110`/`+cpu` build shares just its Pythons)
             same_build = b.index_url is None
-            if same_build and reg is not None and reg.requires_cuda is not None and accelerator != f"cuda{reg.requires_cuda}":
+            if same_build and reg is not None and reg.requires_cuda is not None and accelerator != naming.accelerator(reg.requires_cuda):
                 problems.append(
                     f"{where}: {b.requirement} is declared {accelerator} but its registry metadata pins CUDA "
                     f"{reg.requires_cuda} ({reg.evidence})"

@@ -99,6 +99,11 @@ def load_all(releases_dir: Path | None = None) -> list[Release]:
     return sorted(releases, key=lambda r: Version(r.info.version))
 
 
+def default_release() -> str:
+    """The newest release in matrix/releases: what a command acts on when --release is not given."""
+    return load_all()[-1].info.version
+
+
 def _norm_cuda(cuda: str) -> str | None:
     c = cuda.strip().lower()
     if c == "cpu":

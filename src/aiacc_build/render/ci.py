@@ -87,7 +87,7 @@ def ci_job(group: CellGroup) -> CiJob:
         "PERSEUS_RELEASE": group.release_version,
         "PERSEUS_FRAMEWORK": group.framework.value,
         "PERSEUS_FRAMEWORK_VERSION": group.framework_version,
-        "PERSEUS_CUDA": group.cuda or "cpu",
+        "PERSEUS_CUDA": naming.cuda_or_cpu(group.cuda),
     }
     if group.cuda is not None:
         env_vars["CUDA_HOME"] = "/usr/local/cuda"

@@ -72,7 +72,7 @@ def _image_args(cell: Cell, os_type: str, python: str, local: bool) -> dict[str,
         "PYTHON_VERSION": python,
         "FRAMEWORK": cell.framework.value,
         "FRAMEWORK_VERSION": cell.framework_version,
-        "CUDA_VERSION": cell.cuda or "cpu",
+        "CUDA_VERSION": naming.cuda_or_cpu(cell.cuda),
         "DOCKER_RUN_ARGS": docker_run_args(cell),
     }
     if not local:

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..build.record import BuildRecord, load_record
+from ..wheels.record import BuildRecord, load_record
 from ..model import Cell, ReleaseInfo
 from .ci import render_ci
 from .conda import render_conda

@@ -26,7 +26,7 @@ class BuildHost:
 
     @classmethod
     def detect(cls, pythons_root: Path = PYENV_VERSIONS) -> BuildHost:
-        from ..build.toolchain import cuda_compilers
+        from ..wheels.toolchain import cuda_compilers
 
         return cls(
             arch=platform.machine(),

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from .. import naming
 from ..adapters import adapter_for
-from ..build.plan import binding_problem
-from ..build.record import BuildRecord, CellRecord
+from ..wheels.plan import binding_problem
+from ..wheels.record import BuildRecord, CellRecord
 from ..model import Cell, ReleaseInfo, group_cells
 from .docker import unpublished_base
 from .output import RenderedFile

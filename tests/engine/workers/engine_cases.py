@@ -145,6 +145,78 @@ def case_downsample(eng, rank, size):
         eng.allreduce_downsampled_async("tiny", tiny, n, 1.0, op="sum").wait()
     nbytes, calls = eng.wire_bytes("all", "float32")
     report(rank=rank, received=received, wire_bytes=nbytes, wire_calls=calls)
+def offline_step(eng, rank, size, step):
+    """One training-like step: three gradients submitted in a rank-dependent order, then waited for, and a
+    SyncBN-like allreduce waited for at once. Returns the sums (expected: see test_engine_offline.py)."""
+    grads = {"g/a": array.array("f", [float(rank + step)] * 7), "g/b": array.array("f", [1.0] * 300),
+             "g/c": array.array("f", [float(rank)] * 5000)}
+    order = sorted(grads) if rank % 2 == 0 else sorted(grads, reverse=True)
+    handles = [eng.allreduce_async(name, grads[name]) for name in order]
+    for h in handles:
+        h.wait()
+    stats = array.array("f", [float(rank)] * 2)
+    eng.allreduce("bn/stats", stats, op="average")
+    return [grads["g/a"][0], grads["g/b"][299], grads["g/c"][4999], stats[1]]
+
+
+def case_offline(eng, rank, size):
+    sums = [offline_step(eng, rank, size, step) for step in range(3)]
+    switched = eng.info()
+    sums += [offline_step(eng, rank, size, step) for step in range(3, 8)]
+    report(rank=rank, sums=sums, switched=switched, info=eng.info())
+
+
+def case_offline_leave(eng, rank, size):
+    """After the switch rank 1 submits g/a with another shape while rank 0 runs a step of the plan."""
+    for step in range(3):
+        offline_step(eng, rank, size, step)
+    errors = []
+    try:
+        if rank == 1:
+            eng.allreduce("g/a", array.array("f", [1.0] * 8))
+        else:
+            offline_step(eng, rank, size, 3)
+    except engine.EngineError as exc:
+        errors.append([type(exc).__name__, str(exc)])
+    try:
+        eng.close()
+    except engine.EngineError as exc:
+        errors.append([type(exc).__name__, str(exc)])
+    report(rank=rank, offline=True, errors=errors)
+    sys.exit(0)
+
+
+def case_offline_phases(eng, rank, size):
+    """Training, an evaluation phase (other collectives: every rank leaves the plan together), training."""
+    sums = [offline_step(eng, rank, size, step) for step in range(3)]
+    evals = []
+    for step in range(4):
+        acc = array.array("d", [float(rank + step)])
+        handle = eng.allreduce_async("eval/acc", acc)
+        rows, _ = eng.allgather("eval/rows", array.array("i", [rank, step]), shape=(1, 2))
+        handle.wait()
+        evals.append([acc[0], list(array.array("i", bytes(rows)))])
+    in_eval = eng.info()
+    sums += [offline_step(eng, rank, size, step) for step in range(3, 6)]
+    report(rank=rank, sums=sums, evals=evals, in_eval=in_eval, info=eng.info())
+
+
+def case_store_served(eng, rank, size):
+    """Under perseusrun: the store is perseusrun's; nothing listens on PERSEUS_MASTER_PORT (no rank served it)."""
+    import socket
+
+    probe = socket.socket()
+    try:
+        probe.connect(("127.0.0.1", int(os.environ["PERSEUS_MASTER_PORT"])))
+        master_port_served = True
+    except OSError:
+        master_port_served = False
+    finally:
+        probe.close()
+    buf = array.array("f", [float(rank + 1)] * 3)
+    eng.allreduce("x", buf)
+    report(rank=rank, store=os.environ.get("PERSEUS_STORE_ADDR"), master_port_served=master_port_served,
+           value=buf[0])
 
 
 def main():

@@ -32,7 +32,7 @@ extern "C" {
 #define PERSEUS_ENGINE_API
 #endif
 
-#define PERSEUS_ENGINE_ABI_VERSION 1
+#define PERSEUS_ENGINE_ABI_VERSION 2
 
 typedef enum perseus_engine_status {
   PERSEUS_ENGINE_OK = 0,
@@ -73,13 +73,18 @@ typedef struct perseus_engine_options {
   int wire_dtype;       /* 0: fp16 with the gradient scale, 1: fp32, 2: fp32 in a node, fp16 between */
   int mode;             /* -1: automatic, 0: one level, 1: two levels (node, then node leaders) */
   float gradient_scale; /* > 0, applied before fp16 compression and removed after */
-  int streams;          /* >= 1: Gloo contexts that carry collectives concurrently */
+  int streams;          /* >= 1: Gloo contexts that carry collectives concurrently (an upper limit) */
+  int stream_tuning;    /* 1 (default when PERSEUS_ALLREDUCE_STREAMS is unset): run the first large
+                           dispatches on 1 stream, the next on `streams`, keep the fewest unless more are
+                           3% faster (every rank the same); 0: use `streams` as given */
   int fusion;           /* PERSEUS_ALLREDUCE_FUSION: -1 automatic, 0 none, 1..128 granularity */
   int nancheck;         /* 1: a non-finite allreduce result fails with PERSEUS_ENGINE_NONFINITE */
   int timeout_seconds;  /* GLOO_TIMEOUT_SECONDS: rendezvous and every collective */
   double cycle_ms;      /* negotiation cycle (PERSEUS_CYCLE_TIME_MS), default 1 */
   char iface[64];       /* PERSEUS_GLOO_NETWORK_INTERFACE / GLOO_SOCKET_IFNAME; "" = by address */
   char hostname[256];   /* address this rank's Gloo pairs listen on when iface is ""; "" = automatic */
+  int offline_neg;      /* PERSEUS_OFFLINE_NEG: 1 = once the collectives repeat, run them from the agreed
+                           plan without negotiating each cycle (see native/engine/README.md) */
 } perseus_engine_options;
 
 typedef struct perseus_engine_info {
@@ -90,6 +95,13 @@ typedef struct perseus_engine_info {
   uint64_t collectives;      /* Gloo collectives this rank issued (negotiation excluded) */
   uint64_t fused_groups;     /* allreduce groups that carried more than one tensor */
   uint64_t negotiation_cycles;
+  uint64_t offline_batches;  /* batches run from the offline plan (PERSEUS_OFFLINE_NEG=1) */
+  int offline;               /* 1: the offline plan is in use */
+  int plan_collectives;      /* collectives in the offline plan (0: none yet) */
+  uint64_t renegotiations;   /* times the ranks left the plan together and negotiated again */
+  int streams_in_use;        /* the streams fused groups spread over now (the tuner's choice) */
+  int stream_tuning;         /* 0: fixed, 1: measuring, 2: decided */
+  double tuned_seconds_per_gib_one, tuned_seconds_per_gib_all; /* decided: the slowest rank's figures */
 } perseus_engine_info;
 
 typedef struct perseus_engine perseus_engine;
@@ -99,12 +111,13 @@ PERSEUS_ENGINE_API int perseus_engine_abi_version(void);
 PERSEUS_ENGINE_API const char* perseus_engine_last_error(void);
 PERSEUS_ENGINE_API const char* perseus_engine_status_string(perseus_engine_status status);
 
-/* Defaults: rank 0 of 1, master 127.0.0.1, wire dtype 0, automatic mode, scale 10, 1 stream,
+/* Defaults: rank 0 of 1, master 127.0.0.1, wire dtype 0, automatic mode, scale 10, 4 streams tuned,
  * automatic fusion, timeout 60 s. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_engine_options* options);
 /* Reads PERSEUS_ALLREDUCE_DTYPE, _MODE, _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK,
- * PERSEUS_CYCLE_TIME_MS, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
- * GLOO_SOCKET_IFNAME); a bad value fails naming the variable and what it accepts. */
+ * PERSEUS_CYCLE_TIME_MS, PERSEUS_OFFLINE_NEG, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
+ * GLOO_SOCKET_IFNAME), and PERSEUS_STORE_ADDR (HOST:PORT of the store perseusrun serves: master_addr,
+ * master_port, serve_store = 0); a bad value fails naming the variable and what it accepts. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options);
 
 /* Under a plain mpirun (no MASTER_ADDR): rank, size, local rank/size, node rank, rank 0's address and a
@@ -164,6 +177,14 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allreduce_downsampled(
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_wire_bytes(perseus_engine* engine, const char* level,
                                                                    perseus_engine_dtype dtype, uint64_t* bytes,
                                                                    uint64_t* collectives);
+/* The rendezvous store alone, for a launcher that serves it for the jobs it starts (perseusrun): it
+ * listens on host:port (host "" = every interface, port 0 = a free one, read with _store_port) and serves
+ * until stopped; the ranks then connect with serve_store = 0. */
+typedef struct perseus_engine_store perseus_engine_store;
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_serve(const char* host, int port,
+                                                                    perseus_engine_store** store);
+PERSEUS_ENGINE_API int perseus_engine_store_port(perseus_engine_store* store);
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_stop(perseus_engine_store* store);
 
 #ifdef __cplusplus
 }

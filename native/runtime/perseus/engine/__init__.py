@@ -150,7 +150,7 @@ class Engine:
                  master_addr: str = "127.0.0.1", master_port: int = 0, serve_store: Optional[bool] = None,
                  hostname: str = "", **policy: Any) -> None:
         """Numbers from the caller; policy keywords (wire_dtype, mode, gradient_scale, streams, fusion, nancheck,
-        timeout_seconds, cycle_ms, iface) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
+        timeout_seconds, cycle_ms, iface, offline_neg, stream_tuning) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
         self._lib = _library.load()
         opts = self._options(policy)
         opts.rank, opts.size, opts.local_rank, opts.local_size = rank, size, local_rank, local_size
@@ -168,8 +168,10 @@ class Engine:
         _check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
         for key, value in policy.items():
             if key not in ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck",
-                           "timeout_seconds", "cycle_ms", "iface"):
+                           "timeout_seconds", "cycle_ms", "iface", "offline_neg", "stream_tuning"):
                 raise TypeError("unknown engine option {!r}".format(key))
+            if key == "streams" and "stream_tuning" not in policy:
+                opts.stream_tuning = 0  # a count the caller chose is used as it is
             setattr(opts, key, value.encode() if isinstance(value, str) else value)
         return opts
 
@@ -194,7 +196,8 @@ class Engine:
 
     @classmethod
     def from_environment(cls, environ: Optional[Dict[str, str]] = None, **policy: Any) -> "Engine":
-        """Numbers from perseus.launch.detect(); the store at MASTER_ADDR:PERSEUS_MASTER_PORT. Under a plain
+        """Numbers from perseus.launch.detect(); the store perseusrun serves (PERSEUS_STORE_ADDR), else the one rank 0
+        serves at MASTER_ADDR:PERSEUS_MASTER_PORT. Under a plain
         mpirun without MASTER_ADDR: from_mpi()."""
         from perseus import config, launch
 
@@ -202,6 +205,14 @@ class Engine:
         env = launch.detect(env_map)
         if env.size > 1 and not env.master_addr and env.launcher in ("openmpi", "mpich") and environ is None:
             return cls.from_mpi(**policy)  # plain mpirun: MPI itself agrees the master address and port
+        served = env_map.get("PERSEUS_STORE_ADDR", "").strip()  # perseusrun serves the store: join it
+        if served and env.size > 1:
+            host, _, port_text = served.rpartition(":")
+            if not host or not port_text.isdigit():
+                raise EngineError("PERSEUS_STORE_ADDR={!r} is not HOST:PORT (perseusrun sets it; unset it when "
+                                  "launching otherwise)".format(served))
+            return cls(env.rank, env.size, env.local_rank, env.local_size, env.node_rank, host, int(port_text),
+                       serve_store=False, **policy)
         port = config.load(env_map).master_port
         if env.size > 1 and not env.master_addr:
             raise EngineError("no master address for a {}-rank job ({} launcher): set MASTER_ADDR to rank 0's "

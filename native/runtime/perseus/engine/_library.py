@@ -11,7 +11,7 @@ import ctypes
 import os
 from typing import Optional
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 MAX_DIMS = 8
 LIBRARY_ENV = "PERSEUS_ENGINE_LIBRARY"
 PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libperseus_engine.so")
@@ -28,12 +28,14 @@ class Options(ctypes.Structure):
         ("mode", ctypes.c_int),
         ("gradient_scale", ctypes.c_float),
         ("streams", ctypes.c_int),
+        ("stream_tuning", ctypes.c_int),
         ("fusion", ctypes.c_int),
         ("nancheck", ctypes.c_int),
         ("timeout_seconds", ctypes.c_int),
         ("cycle_ms", ctypes.c_double),
         ("iface", ctypes.c_char * 64),
         ("hostname", ctypes.c_char * 256),
+        ("offline_neg", ctypes.c_int),
     ]
 
 
@@ -41,7 +43,10 @@ class Info(ctypes.Structure):
     _fields_ = [(name, ctypes.c_int) for name in (
         "rank", "size", "local_rank", "local_size", "node", "num_nodes", "streams",
         "hierarchical", "intra_fp16", "inter_fp16")] + [
-        ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64)]
+        ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64),
+        ("offline_batches", ctypes.c_uint64), ("offline", ctypes.c_int), ("plan_collectives", ctypes.c_int),
+        ("renegotiations", ctypes.c_uint64), ("streams_in_use", ctypes.c_int), ("stream_tuning", ctypes.c_int),
+        ("tuned_seconds_per_gib_one", ctypes.c_double), ("tuned_seconds_per_gib_all", ctypes.c_double)]
 
 
 class EngineLibraryError(RuntimeError):
@@ -128,12 +133,15 @@ def _declare(lib: ctypes.CDLL) -> None:
         "perseus_engine_allgather_result": (c_int, [c_void_p, ctypes.c_int64, p_i64, c_void_p, ctypes.c_uint64,
                                                     ctypes.POINTER(ctypes.c_uint64)]),
         "perseus_engine_release": (c_int, [c_void_p, ctypes.c_int64]),
+        "perseus_engine_store_serve": (c_int, [c_char_p, c_int, ctypes.POINTER(c_void_p)]),
+        "perseus_engine_store_port": (c_int, [c_void_p]),
+        "perseus_engine_store_stop": (c_int, [c_void_p]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
-    # issue 13 (gradients): optional, so that a library of the first ABI-1 releases still loads
+    # issue 13 (gradients): declared where present (every ABI-2 library built from this checkout has them)
     optional = {
         "perseus_engine_allreduce_downsampled": (c_int, [c_void_p, c_char_p, c_void_p, ctypes.c_int64, c_int,
                                                          ctypes.c_float, c_int, handle_p]),

@@ -6,7 +6,7 @@ import shutil
 import sys
 from typing import List, Optional
 
-from . import args, environment, plan as planning
+from . import args, environment, plan as planning, store as served_store
 from .errors import CommandNotFound, UsageError
 from .mpi import check_open_mpi
 from .supervisor import Supervisor
@@ -46,7 +46,21 @@ def main(argv: Optional[List[str]] = None) -> int:
         if isinstance(exc, UsageError):
             print("usage: see perseusrun -h", file=sys.stderr)
         return exc.exit_code
-    return Supervisor(job, dict(os.environ)).run()
+    environ = {k: v for k, v in os.environ.items() if k != served_store.VARIABLE}  # an outer job's is not ours
+    store = None
+    if job.master_local:
+        store, why_not = served_store.start()
+        if store is None and why_not:
+            print("perseusrun: note: rank 0 serves the engine's rendezvous store ({})".format(why_not), file=sys.stderr)
+        elif store is not None:
+            if job.held_port is not None:
+                job.held_port.release()  # the plan is built again, with the store's address
+            job = planning.build(options, environ, "{}:{}".format(job.master_addr, store.port))
+    try:
+        return Supervisor(job, environ).run()
+    finally:
+        if store is not None:
+            store.stop()
 
 
 if __name__ == "__main__":

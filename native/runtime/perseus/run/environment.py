@@ -4,12 +4,13 @@ import re
 import socket
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from .. import config
+from .. import config, variable_names
 from .errors import UsageError
 
 # The variables perseusrun sets for each rank; passing them with -x would contradict the plan.
 RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
-                  "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "PERSEUS_MASTER_PORT", "PERSEUS_LAUNCHER")
+                  "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "PERSEUS_MASTER_PORT", "PERSEUS_LAUNCHER",
+                  "PERSEUS_STORE_ADDR")
 # Forwarded to ranks that do not inherit this environment (ssh and mpirun ranks), besides -x ones.
 FORWARD_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX")
 FORWARD_PREFIXES = ("PERSEUS_", "NCCL_", "GLOO_")
@@ -88,6 +89,6 @@ def validate_perseus_variables(environ: Mapping[str, str]) -> None:
 
 def variable_messages(environ: Mapping[str, str]) -> List[str]:
     """What perseusrun says before it starts: unknown PERSEUS_* names ("did you mean") and accepted aliases."""
-    return (["warning: " + m for m in config.unknown_variable_messages(environ)]
-            + ["note: " + m for m in config.alias_notes(environ)])
+    return (["warning: " + m for m in variable_names.unknown_variable_messages(environ)]
+            + ["note: " + m for m in variable_names.alias_notes(environ)])
 

@@ -14,6 +14,7 @@ from .hosts import HostSlots, is_local, is_loopback, parse_hostfile, parse_hosts
 from .mpi import mpirun_argv
 from .options import Options
 from .ssh import remote_command, ssh_argv
+from .store import VARIABLE as STORE_VARIABLE
 
 
 
@@ -45,6 +46,8 @@ class JobPlan:
     mpirun: Optional[List[str]] = None
     notes: List[str] = field(default_factory=list)
     held_port: Optional[ports.HeldPort] = field(default=None, repr=False, compare=False)
+    master_local: bool = False  # the master host is this machine: perseusrun can serve the store there
+    store_address: Optional[str] = None  # PERSEUS_STORE_ADDR: the store perseusrun serves (store.py)
 
     def to_dict(self) -> Dict[str, object]:
         found = asdict(replace(self, held_port=None))
@@ -56,7 +59,7 @@ class JobPlan:
         return min(5.0, self.gloo_timeout_seconds / 4)
 
 
-def build(options: Options, environ: Mapping[str, str]) -> JobPlan:
+def build(options: Options, environ: Mapping[str, str], store_address: Optional[str] = None) -> JobPlan:
     hosts = _hosts(options)
     slots = sum(h.slots for h in hosts)
     if options.np > slots:
@@ -85,7 +88,8 @@ def build(options: Options, environ: Mapping[str, str]) -> JobPlan:
     environment.validate_perseus_variables(environ)
     plan = JobPlan(options.mode, options.np, hosts, master_addr, chosen_ports.master_port,
                    chosen_ports.perseus_master_port, timeout, os.getcwd(), options.log_dir, options.ssh_port,
-                   notes=list(options.notes) + list(chosen_ports.notes), held_port=chosen_ports.held)
+                   notes=list(options.notes) + list(chosen_ports.notes), held_port=chosen_ports.held,
+                   master_local=local[master_host], store_address=store_address)
     common = {
         "WORLD_SIZE": str(options.np),
         "MASTER_ADDR": master_addr,
@@ -95,6 +99,10 @@ def build(options: Options, environ: Mapping[str, str]) -> JobPlan:
     }
     if plan.perseus_master_port is not None:
         common["PERSEUS_MASTER_PORT"] = str(plan.perseus_master_port)
+    if store_address is not None:
+        common[STORE_VARIABLE] = store_address
+        plan.notes.append("perseusrun serves the engine's rendezvous store at {} ({}); no rank serves one".format(
+            store_address, STORE_VARIABLE))
     common.update(nics)
     if "OMP_NUM_THREADS" not in environ and max(len(placement[h.host]) for h in used) > 1:
         common["OMP_NUM_THREADS"] = "1"  # as torchrun: N ranks per host must not each start one thread per core

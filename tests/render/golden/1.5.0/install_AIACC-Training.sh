@@ -17,16 +17,6 @@ MIRROR_URL="${AIACC_MIRROR_URL:-https://ali-perseus-release.oss-cn-huhehaote.ali
 
 readonly EXIT_USAGE=2
 readonly EXIT_NO_PYTHON=3
-readonly EXIT_NO_PIP=4
-readonly EXIT_NO_FRAMEWORK=5
-readonly EXIT_UNSUPPORTED=6
-readonly EXIT_EXTERNALLY_MANAGED=7
-readonly EXIT_UNTRUSTED_MIRROR=8
-readonly EXIT_NETWORK=9
-readonly EXIT_CHECKSUM=10
-readonly EXIT_MIRROR_MISMATCH=11
-readonly EXIT_INSTALL_FAILED=12
-readonly EXIT_CODES="usage=${EXIT_USAGE} no_python=${EXIT_NO_PYTHON} no_pip=${EXIT_NO_PIP} no_framework=${EXIT_NO_FRAMEWORK} unsupported=${EXIT_UNSUPPORTED} externally_managed=${EXIT_EXTERNALLY_MANAGED} untrusted_mirror=${EXIT_UNTRUSTED_MIRROR} network=${EXIT_NETWORK} checksum=${EXIT_CHECKSUM} mirror_mismatch=${EXIT_MIRROR_MISMATCH} install_failed=${EXIT_INSTALL_FAILED}"
 
 # The cells of this release, one per line: framework version cuda|cpu python|any arch folder/file
 CELL_TABLE="$(cat <<'AIACC_CELL_TABLE'
@@ -158,39 +148,44 @@ case "$python_version" in
 esac
 
 exec env AIACC_CELL_TABLE="$CELL_TABLE" AIACC_RELEASE="$RELEASE" AIACC_MIRROR_URL="$MIRROR_URL" \
-  AIACC_FRAMEWORK="$framework" AIACC_EXIT_CODES="$EXIT_CODES" AIACC_COMMON_WHEEL=perseus_common-1.5.0-py3-none-any.whl \
+  AIACC_FRAMEWORK="$framework" AIACC_COMMON_WHEEL=perseus_common-1.5.0-py3-none-any.whl \
   AIACC_FRAMEWORKS="$FRAMEWORK_TABLE" \
   AIACC_DRY_RUN="$dry_run" AIACC_OFFLINE="$offline" AIACC_UNINSTALL="$uninstall" AIACC_CA_BUNDLE="$ca_bundle" \
   "$python_cmd" - <<'AIACC_INSTALLER_PY'
-# The decision half of install_AIACC-Training.sh, embedded in it when the script is rendered.
-# It runs under the user's Python (3.6 or newer: no walrus, no f-string `=`, no capture_output) and
-# reads its inputs from the environment the script sets: AIACC_CELL_TABLE (one line per cell:
-# framework version cuda|cpu python|any arch folder/file), AIACC_RELEASE, AIACC_MIRROR_URL,
-# AIACC_FRAMEWORK (empty: every installed one), AIACC_EXIT_CODES ("name=code ..."), AIACC_FRAMEWORKS
-# (JSON: one row per framework adapter of the build tool: its distributions and how to find its CUDA).
-# It detects the Python, the installed frameworks and the CUDA they were built with (then the
-# driver, then nvcc), picks one cell per framework and explains it. install_apply.py (embedded after
-# it) fetches, verifies and installs what it chose.
-import json
-import os
-import platform
+# --- exits.py ---------------------------------------------------------------------------------------
+"""The install script's exit codes: the one table its shell part, its --help, its Python part and the
+docs' list are made from."""
+from collections import namedtuple
+
+ExitCode = namedtuple("ExitCode", "name code meaning")
+
+# In --help order. 0 is success of every kind; 1 is never used on purpose (an unexpected crash).
+EXIT_CODES = (
+    ExitCode("ok", 0, "installed, already up to date, uninstalled, or the decision was made (--dry-run)"),
+    ExitCode("usage", 2, "bad arguments"),
+    ExitCode("no_python", 3, "no Python 3.6+ (the given command is missing, is not Python, or is too old)"),
+    ExitCode("no_pip", 4, "pip is not installed for that Python"),
+    ExitCode("no_framework", 5, "no framework (or not the one asked for) is installed for that Python"),
+    ExitCode("unsupported", 6, "this release has no build for an installed framework; the nearest cells are listed"),
+    ExitCode("externally_managed", 7, "a system Python that refuses pip (PEP 668): use a virtual environment"),
+    ExitCode("untrusted_mirror", 8, "the mirror is plain HTTP on another host, not a URL or folder, or its TLS "
+             "certificate does not verify"),
+    ExitCode("network", 9, "the mirror cannot be reached or read (after retries)"),
+    ExitCode("checksum", 10, "a downloaded wheel's size or sha256 differs from the mirror's manifest; nothing was "
+             "installed"),
+    ExitCode("mirror_mismatch", 11, "the mirror's manifest disagrees with this script's table, or lacks the chosen "
+             "wheel"),
+    ExitCode("install_failed", 12, "pip or the import check failed; the environment was restored as it was"),
+)
+CODE = dict((e.name, e.code) for e in EXIT_CODES)
+
+
+# --- common.py --------------------------------------------------------------------------------------
+"""Output, failure and the small text helpers every part of the installer uses."""
 import re
 import subprocess
 import sys
-import sysconfig
 
-EXIT = dict(item.split("=") for item in os.environ.get("AIACC_EXIT_CODES", "").split())
-FRAMEWORKS = json.loads(os.environ.get("AIACC_FRAMEWORKS") or "[]")
-FRAMEWORK_NAMES = tuple(row["name"] for row in FRAMEWORKS)
-# Minimum Linux driver of each CUDA toolkit (CUDA release notes, "CUDA Toolkit and Driver Versions").
-DRIVER_FOR_CUDA = (
-    ("13.0", "580.65.06"), ("12.9", "575.51.03"), ("12.8", "570.26"), ("12.6", "560.28.03"),
-    ("12.5", "555.42.02"), ("12.4", "550.54.14"), ("12.3", "545.23.06"), ("12.2", "535.54.03"),
-    ("12.1", "530.30.02"), ("12.0", "525.60.13"), ("11.8", "520.61.05"), ("11.7", "515.43.04"),
-    ("11.6", "510.39.01"), ("11.5", "495.29.05"), ("11.4", "470.42.01"), ("11.3", "465.19.01"),
-    ("11.2", "460.27.03"), ("11.1", "455.23"), ("11.0", "450.36.06"), ("10.2", "440.33"),
-    ("10.1", "418.39"), ("10.0", "410.48"),
-)
 
 
 def say(text=""):
@@ -199,7 +194,7 @@ def say(text=""):
 
 def fail(code_name, text):
     sys.stderr.write("error: " + text + "\n")
-    sys.exit(int(EXIT[code_name]))
+    sys.exit(CODE[code_name])
 
 
 def numbers(version):
@@ -214,6 +209,50 @@ def numbers(version):
 
 def major_minor(version):
     return ".".join(str(n) for n in numbers(version)[:2])
+
+
+def normalise(name):
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def read(path):
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read()
+    except (IOError, OSError):
+        return None
+
+
+def run(command):
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
+        out, _ = proc.communicate(timeout=20)
+        return out if proc.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def indent(text):
+    return "\n".join("    " + line for line in text.strip().splitlines()[-15:])
+
+
+# --- table.py ---------------------------------------------------------------------------------------
+"""What the rendered script embeds and hands over in the environment: the release's cell table and the
+build tool's framework rows.
+
+AIACC_CELL_TABLE: one line per cell, `framework version cuda|cpu python|any arch folder/file`.
+AIACC_FRAMEWORKS: JSON, one row per framework adapter of the build tool (its distributions, how to find
+the CUDA it was built with, its binding's distribution and self-test).
+"""
+import json
+import os
+
+FRAMEWORKS = json.loads(os.environ.get("AIACC_FRAMEWORKS") or "[]")
+FRAMEWORK_NAMES = tuple(row["name"] for row in FRAMEWORKS)
+
+
+def framework_row(name):
+    return next(row for row in FRAMEWORKS if row["name"] == name)
 
 
 class Cell(object):
@@ -238,7 +277,26 @@ def load_table():
     return cells
 
 
-# --- detection -------------------------------------------------------------------------------------
+# --- detect.py --------------------------------------------------------------------------------------
+"""Detection: the frameworks installed for this Python (read from their metadata and files, never
+imported), the CUDA each was built with, the NVIDIA driver, nvcc, the architecture, PEP 668."""
+import os
+import platform
+import re
+import sys
+import sysconfig
+
+
+# Minimum Linux driver of each CUDA toolkit (CUDA release notes, "CUDA Toolkit and Driver Versions").
+DRIVER_FOR_CUDA = (
+    ("13.0", "580.65.06"), ("12.9", "575.51.03"), ("12.8", "570.26"), ("12.6", "560.28.03"),
+    ("12.5", "555.42.02"), ("12.4", "550.54.14"), ("12.3", "545.23.06"), ("12.2", "535.54.03"),
+    ("12.1", "530.30.02"), ("12.0", "525.60.13"), ("11.8", "520.61.05"), ("11.7", "515.43.04"),
+    ("11.6", "510.39.01"), ("11.5", "495.29.05"), ("11.4", "470.42.01"), ("11.3", "465.19.01"),
+    ("11.2", "460.27.03"), ("11.1", "455.23"), ("11.0", "450.36.06"), ("10.2", "440.33"),
+    ("10.1", "418.39"), ("10.0", "410.48"),
+)
+
 
 def installed_distributions():
     """{normalised name: (name, version)} of every installed distribution, without importing any."""
@@ -284,10 +342,6 @@ def metadata_folders():
                 yield name, version, folder
 
 
-def normalise(name):
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def package_dir(module):
     """The folder of a top-level package, found without importing it."""
     import importlib.util
@@ -298,14 +352,6 @@ def package_dir(module):
     if spec is None or not spec.submodule_search_locations:
         return None
     return list(spec.submodule_search_locations)[0]
-
-
-def read(path):
-    try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.read()
-    except (IOError, OSError):
-        return None
 
 
 def cuda_from_label(label):
@@ -376,10 +422,6 @@ CUDA_READERS = {
 }
 
 
-def framework_row(name):
-    return next(row for row in FRAMEWORKS if row["name"] == name)
-
-
 def framework_cuda(framework, dist_name, version):
     """(cuda 'X.Y' | 'cpu' | None, where that came from) of an installed framework."""
     row = framework_row(framework)
@@ -404,15 +446,6 @@ def installed_frameworks():
                 result.append((row["name"], name, version))
                 break
     return result
-
-
-def run(command):
-    try:
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, universal_newlines=True)
-        out, _ = proc.communicate(timeout=20)
-        return out if proc.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError):
-        return None
 
 
 def driver():
@@ -468,7 +501,14 @@ def host_arch():
     return {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
 
 
-# --- decision --------------------------------------------------------------------------------------
+# --- decide.py --------------------------------------------------------------------------------------
+"""The decision: one cell of the table per installed framework, explained; the nearest cells when
+there is none."""
+import os
+import platform
+import sys
+
+
 
 def python_fits(cell, python):
     return cell.python in ("any", python)
@@ -578,6 +618,14 @@ def detect_and_decide(published=None):
     return chosen
 
 
+# --- prerequisites.py -------------------------------------------------------------------------------
+"""What must hold of the Python before anything is downloaded: pip may install into it, and
+perseus-common's backports for an old Python are there."""
+import os
+import sys
+
+
+
 # What perseus-common needs from an old Python beyond its standard library: (module, the first Python
 # that has it). The install runs pip with --no-deps on the mirror's verified files only, so they must be
 # importable already.
@@ -621,23 +669,14 @@ def check_pip():
              "PIP_BREAK_SYSTEM_PACKAGES=1 with pip install --user" % (sys.executable, marker, sys.executable))
 
 
-# The installing half of install_AIACC-Training.sh, embedded after install_decide.py (one program, one
-# namespace: it uses say/fail/installed_distributions/metadata_folders/detect_and_decide from there). Python 3.6+,
-# standard library only. Extra inputs from the script: AIACC_DRY_RUN, AIACC_OFFLINE, AIACC_UNINSTALL ("1" or ""),
-# AIACC_CA_BUNDLE (a PEM file, or empty).
-#
-# The order makes every failure leave the environment as it was: fetch the mirror's manifest, check it
-# against the embedded table, download every wheel and verify size + sha256 BEFORE pip runs; back up
-# the installed perseus distributions; let pip install the verified local files (--no-index
-# --no-deps --require-hashes: no network, never the framework); check the import; on any failure
-# after pip started, uninstall what was installed and put the backup back.
-import csv
+# --- mirror.py --------------------------------------------------------------------------------------
+"""Where the release is published, and reading it: an https:// URL, http:// only on this machine, or a
+local folder; downloads checked against the manifest's size and sha256 as they stream."""
 import hashlib
 import ipaddress
 import json
-import shutil
+import os
 import ssl
-import tempfile
 import time
 
 try:
@@ -647,13 +686,12 @@ try:
 except ImportError:  # pragma: no cover - Python 2 is refused by the shell part before this runs
     raise SystemExit("Python 3 is required")
 
-PERSEUS_DISTRIBUTIONS = ("perseus-common",) + tuple(normalise(row["binding_distribution"]) for row in FRAMEWORKS)
+
 RETRIES = 3
 RETRY_DELAY_SECONDS = 1.0
 TIMEOUT_SECONDS = 60
 CHUNK = 1 << 20
 
-# --- the mirror ------------------------------------------------------------------------------------
 
 class Mirror(object):
     """Where the release is published: an https:// URL, an http:// URL on a loopback host, or a local
@@ -773,7 +811,12 @@ def is_loopback(host):
         return False
 
 
-# --- the manifest against the embedded table -------------------------------------------------------
+# --- manifest.py ------------------------------------------------------------------------------------
+"""The mirror's manifest.json against the table this script embeds: same release, same cells, same
+wheels; what it publishes."""
+import os
+
+
 
 def table_entry(framework, version, cuda, python, arch):
     return (framework, version, cuda or "cpu", python or "any", arch)
@@ -803,7 +846,41 @@ def check_manifest(manifest, cells, release, common_path):
     return records
 
 
-# --- what is installed, and its backup -------------------------------------------------------------
+def read_manifest(mirror, release):
+    """{path: record} of what the mirror publishes, checked against this script's table (exit 9 when the
+    mirror cannot be read, 11 when it disagrees)."""
+    manifest = mirror.read_json("manifest.json")
+    records = check_manifest(manifest, load_table(), release, os.environ["AIACC_COMMON_WHEEL"])
+    say("mirror:     %s (manifest of AIACC-Training %s agrees with this script)" % (mirror.location, release))
+    return records
+
+
+def published_paths(records):
+    return set(path for path, record in records.items() if record.get("status") == "built")
+
+
+def check_published(chosen, records):
+    """Every chosen wheel is one the mirror publishes (exit 11 otherwise)."""
+    published = published_paths(records)
+    for _, cell, _ in chosen:
+        if cell.path not in published:
+            fail("mirror_mismatch", "the mirror does not publish %s (not built for this release). Install from a "
+                 "mirror that has it, or pass --framework for the others" % cell.path)
+
+
+# --- environment.py ---------------------------------------------------------------------------------
+"""The user's environment: the perseus distributions installed in it, their backup, pip, and what a
+wheel needs that is not installed. pip installs only verified local files (no index, no dependencies)."""
+import csv
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+
+PERSEUS_DISTRIBUTIONS = ("perseus-common",) + tuple(normalise(row["binding_distribution"]) for row in FRAMEWORKS)
+
 
 def installed_perseus():
     """{normalised name: (name, version, dist-info folder)} of the perseus distributions this Python sees."""
@@ -843,8 +920,6 @@ class Backup(object):
                 os.makedirs(parent)
             shutil.copy2(copy, original)
 
-
-# --- pip -------------------------------------------------------------------------------------------
 
 def pip(*args):
     """Run this Python's pip quietly; (exit code, output)."""
@@ -908,6 +983,21 @@ def marker_applies(marker):
             "==": mine == theirs, "!=": mine != theirs}[match.group(1)]
 
 
+# --- apply.py ---------------------------------------------------------------------------------------
+"""Installing, in the order that makes every failure leave the environment as it was: every wheel
+downloaded and verified (size + sha256) BEFORE pip runs; the installed perseus distributions backed up;
+pip installs the verified local files (--no-index --no-deps --require-hashes: no network, never the
+framework); the import checked; on any failure after pip started, what was installed is uninstalled
+and the backup put back. Uninstalling removes perseus wheels only, never a framework."""
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+
+
+
 def check_import(frameworks):
     """Run each installed wheel's own self-test (import, build manifest against the running framework,
     one op) and both commands; [problems]. pip's result already showed the wheels' versions."""
@@ -932,34 +1022,6 @@ def check_import(frameworks):
     if not problems:
         say("check:      perseus and perseusrun run (%s)" % scripts)
     return problems
-
-
-def indent(text):
-    return "\n".join("    " + line for line in text.strip().splitlines()[-15:])
-
-
-# --- install / uninstall ---------------------------------------------------------------------------
-
-def read_manifest(mirror, release):
-    """{path: record} of what the mirror publishes, checked against this script's table (exit 9 when the
-    mirror cannot be read, 11 when it disagrees)."""
-    manifest = mirror.read_json("manifest.json")
-    records = check_manifest(manifest, load_table(), release, os.environ["AIACC_COMMON_WHEEL"])
-    say("mirror:     %s (manifest of AIACC-Training %s agrees with this script)" % (mirror.location, release))
-    return records
-
-
-def published_paths(records):
-    return set(path for path, record in records.items() if record.get("status") == "built")
-
-
-def check_published(chosen, records):
-    """Every chosen wheel is one the mirror publishes (exit 11 otherwise)."""
-    published = published_paths(records)
-    for _, cell, _ in chosen:
-        if cell.path not in published:
-            fail("mirror_mismatch", "the mirror does not publish %s (not built for this release). Install from a "
-                 "mirror that has it, or pass --framework for the others" % cell.path)
 
 
 def install(chosen, mirror, release, records):
@@ -1042,6 +1104,17 @@ def uninstall(frameworks):
         fail("install_failed", "pip uninstall failed (exit %d):\n%s" % (code, indent(out)))
     for key in remove:
         say("removed:    %s %s" % (installed[key][0], installed[key][1]))
+
+
+# --- __main__.py ------------------------------------------------------------------------------------
+"""install_AIACC-Training.sh's program: the shell part checks the arguments and the Python, then runs
+this (the package, flattened into one module at render time) under the user's Python 3.6+, standard
+library only. Inputs from the environment the script sets: AIACC_RELEASE, AIACC_MIRROR_URL,
+AIACC_COMMON_WHEEL, AIACC_FRAMEWORK (empty: every installed one), AIACC_DRY_RUN, AIACC_OFFLINE,
+AIACC_UNINSTALL ("1" or ""), AIACC_CA_BUNDLE (a PEM file, or empty), and the tables of table.py."""
+import os
+import sys
+
 
 
 def main():

@@ -13,10 +13,6 @@ def report(cfg: perseus_config.PerseusConfig) -> None:
         "PERSEUS_NCCL_NETWORK_INTERFACE",
         "this job has no NCCL communicator (perseus's engine moves host buffers over Gloo); the Gloo interface is "
         "PERSEUS_GLOO_NETWORK_INTERFACE", cfg)
-    perseus_config.warn_not_honoured(
-        "PERSEUS_OFFLINE_NEG",
-        "the engine negotiates collectives by name every cycle, and this build has no offline negotiation "
-        "mode yet; the value changes nothing", cfg)
     if cfg.downsample_n_elements == 1:
         perseus_config.warn_not_honoured(
             "PERSEUS_GRADIENT_MOMENTUM",

@@ -13,7 +13,6 @@ NOT_HONOURED_BECAUSE: Dict[str, str] = {
     "PERSEUS_DOWNSAMPLE_N_ELEMENTS": "not supported yet by perseus.tensorflow (no gossip downsampling)",
     "PERSEUS_GRADIENT_MOMENTUM": "not supported yet by perseus.tensorflow (no gossip downsampling)",
     "PERSEUS_PERF_CHECK_N_STEPS": "not supported yet by perseus.tensorflow (no performance check)",
-    "PERSEUS_OFFLINE_NEG": "not supported yet: the engine negotiates every cycle",
     "PERSEUS_CHANGE_HVD_ALLGATHER": "not applicable: Horovod's TensorFlow allgather always concatenates",
     "PERSEUS_USE_DDP_LAUNCHER": "not applicable: a PyTorch launcher setting",
 }

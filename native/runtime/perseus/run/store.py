@@ -1,0 +1,89 @@
+"""The rendezvous store perseusrun serves for the jobs it launches (issue 12: "served by perseusrun or by rank 0").
+
+When the master host is this machine, perseusrun starts the engine's TCP key-value store
+(perseus_engine_store_serve, the same store rank 0 would serve) in a child process on a free port, before any
+rank starts, and gives every rank PERSEUS_STORE_ADDR=MASTER_ADDR:port; the engine's ranks then connect to it
+and none serves one. So the store outlives any rank (rank 0 included), and no port is picked by one process
+and bound by another. A child process rather than a thread: perseusrun forks the ranks afterwards, which must
+not happen while threads of a C++ library may hold locks. The store ends when perseusrun closes the child's
+stdin (or dies: the child gets SIGKILL then). Without the engine library (a binding built without it) nothing
+is started and rank 0 serves as before.
+
+    python -m perseus.run.store    # prints "PORT <n>" (or "ERROR <why>"), serves until stdin closes
+"""
+
+import ctypes
+import subprocess
+import sys
+from typing import Optional, Tuple
+
+VARIABLE = "PERSEUS_STORE_ADDR"
+START_SECONDS = 30.0
+
+
+class StoreProcess:
+    """The child serving the store; stop() ends it."""
+
+    def __init__(self, popen: "subprocess.Popen", port: int) -> None:
+        self.popen = popen
+        self.port = port
+
+    def stop(self) -> None:
+        if self.popen.poll() is None:
+            try:
+                self.popen.stdin.close()
+                self.popen.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self.popen.kill()
+                self.popen.wait()
+        for stream in (self.popen.stdin, self.popen.stdout, self.popen.stderr):
+            if stream is not None and not stream.closed:
+                stream.close()
+
+
+def start() -> Tuple[Optional[StoreProcess], Optional[str]]:
+    """(the serving child, None), or (None, why the ranks' rank 0 serves the store instead; None when this
+    installation has no engine library at all: nothing to say to a job that cannot use the engine)."""
+    import os
+
+    from perseus.engine import _library
+
+    from .supervisor import _die_with_parent
+
+    if not os.environ.get(_library.LIBRARY_ENV) and not os.path.isfile(_library.PACKAGED):
+        return None, None
+
+    popen = subprocess.Popen([sys.executable, "-m", "perseus.run.store"], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                             start_new_session=True, preexec_fn=_die_with_parent)
+    line = popen.stdout.readline().strip()  # the child answers at once: a bind on port 0 cannot wait
+    if line.startswith("PORT "):
+        return StoreProcess(popen, int(line[len("PORT "):])), None
+    popen.stdin.close()
+    popen.wait()
+    why = line[len("ERROR "):] if line.startswith("ERROR ") else (line or popen.stderr.read().strip()[-500:])
+    popen.stdout.close()
+    popen.stderr.close()
+    return None, why
+
+
+def _serve() -> int:
+    from perseus.engine import _library
+
+    try:
+        lib = _library.load()
+    except Exception as exc:  # EngineLibraryError, or perseus.config refusing PERSEUS_ENGINE_LIBRARY
+        print("ERROR " + str(exc).replace("\n", " "), flush=True)
+        return 1
+    handle = ctypes.c_void_p()
+    if lib.perseus_engine_store_serve(b"", 0, ctypes.byref(handle)) != 0:
+        print("ERROR " + lib.perseus_engine_last_error().decode("utf-8", "replace"), flush=True)
+        return 1
+    print("PORT {}".format(lib.perseus_engine_store_port(handle)), flush=True)
+    sys.stdin.read()  # until perseusrun closes it
+    lib.perseus_engine_store_stop(handle)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve())

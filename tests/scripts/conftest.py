@@ -1,7 +1,0 @@
-import sys
-from pathlib import Path
-
-# the session build of the local cell and its test kit (tests/build/)
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "build"))
-
-from local_build import local_build  # noqa: E402,F401
