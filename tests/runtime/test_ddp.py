@@ -132,8 +132,8 @@ def test_fusion_0_sends_each_bucket_alone_and_automatic_fusion_never_sends_more(
 
 
 def test_streams_set_by_the_user_are_the_engines(suite):
-    """PERSEUS_ALLREDUCE_STREAMS=4: four engine streams. (The stream tuner that chose the count when the
-    variable is unset was a part of the removed Python engine; it moves into the native engine, issue 12.)"""
+    """PERSEUS_ALLREDUCE_STREAMS=4: four engine streams. (The stream tuner that chooses the count when the
+    variable is unset is the engine's now, issue 12; its tests are the engine's.)"""
     for rank in case(suite, "streams_set"):
         assert rank["streams"] == 4
         assert rank["records"]["all"]["float16"][1] == 4 * rank["numel"] * 2
