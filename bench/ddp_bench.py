@@ -110,7 +110,9 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     if state is not None and hasattr(state, "engine"):  # the Python engine of releases before issue 13
         streams = state.engine.tuner.describe()
     elif state is not None:  # the native engine
-        streams = "{} stream(s), {}".format(state.world.engine.info()["streams"], state.policy)
+        info = state.world.engine.info()
+        streams = "{} stream(s) in use of {}, {}".format(info.get("streams_in_use", info["streams"]), info["streams"],
+                                                         state.policy)
     numel = sum(p.numel() for p in model.parameters())
     if rank == 0:
         print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel,
