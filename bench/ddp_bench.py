@@ -106,7 +106,13 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
             phases["optimizer"].append(end - backward_end)
     sent_per_step = (tx_bytes() - sent_before) / max(1, steps)
     state = getattr(ddp, "_perseus_state", None)
-    streams = state.engine.tuner.describe() if state is not None else None
+    streams = None
+    if state is not None and hasattr(state, "engine"):  # the Python engine of releases before issue 13
+        streams = state.engine.tuner.describe()
+    elif state is not None:  # the native engine
+        info = state.world.engine.info()
+        streams = "{} stream(s) in use of {}, {}".format(info.get("streams_in_use", info["streams"]), info["streams"],
+                                                         state.policy)
     numel = sum(p.numel() for p in model.parameters())
     if rank == 0:
         print(json.dumps({"variant": variant, "times": times, "cpu": cpu, "loss": loss_value, "parameters": numel,
@@ -141,8 +147,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--steps", type=int, default=12, help="measured steps per variant")
-    # 10, as Horovod's synthetic benchmark: covers perseus's stream tuning (1, then 4 streams, over its first
-    # 8 steps; _stream_tuner.py) for every variant alike
+    # 10, as Horovod's synthetic benchmark (it covered the stream tuning of the Python engine before issue 13,
+    # 1 then 4 streams over its first 8 steps, for every variant alike)
     parser.add_argument("--warmup", type=int, default=10, help="steps before measuring")
     parser.add_argument("--batch", type=int, default=32, help="batch size per rank")
     parser.add_argument("--rounds", type=int, default=3, help="runs of every variant, interleaved")

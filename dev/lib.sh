@@ -95,7 +95,10 @@ caffe_full() {  # opt-in: `aiacc-build caffe build` (its Debian deps by apt_inst
 torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_torch binding into .venv
   "$VENV/bin/python" -m pip install -q torch==2.13.0 numpy scikit-build-core ninja
   "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"
-  "$VENV/bin/python" -m pip install -q --no-build-isolation -C "build-dir=$REPO_ROOT/native/build-torch" \
+  gloo_recipe  # the binding links the engine, and Gloo with it (cached after the first build)
+  CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation \
+    -C "build-dir=$REPO_ROOT/native/build-torch" \
+    -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \
     "$REPO_ROOT/native/bindings/torch"
 }
 

@@ -212,3 +212,23 @@ def test_collective_missing_on_a_rank_fails_after_the_timeout(engine_library):
     assert "was submitted by ranks 0 but not by ranks 1 within GLOO_TIMEOUT_SECONDS=3" in found[0]["error"]
     assert 3.0 <= found[0]["seconds"] < 10
     assert proc.stdout.count("AFTER") == 2 and "AFTER 0 2.0" in proc.stdout and "AFTER 1 2.0" in proc.stdout
+
+
+def test_gossip_downsampling_sends_one_element_in_n_and_loses_nothing_with_momentum_1(engine_library):
+    """perseus_engine_allreduce_downsampled (issue 13: downsampling moved from the torch binding into the engine)."""
+    proc = perseusrun(engine_library, 2, "downsample", env={"PERSEUS_ALLREDUCE_DTYPE": "1",
+                                                             "PERSEUS_ALLREDUCE_FUSION": "0"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 2
+    for r in found:
+        for k, got in enumerate(r["received"]):
+            for i, v in enumerate(got):
+                if i % 4 != k % 4:
+                    assert v == 0.0  # not sent this call: its gradient waits in the residual
+                else:
+                    since = k + 1 if k < 4 else 4  # calls gathered since its last send (momentum 1)
+                    assert v == 3.0 * (i + 1) * since, (k, i, v)  # both ranks' gradients: 1 + 2 = 3
+        # 8 calls of 10 elements send 3,3,2,2 per cycle of 4 (10 bytes of 40 fp32 per call on average); the
+        # 2-element tensor sends 1,1,0,0: 2 x (3+3+2+2) + 2 x (1+1) = 24 elements (empty slices send nothing)
+        assert r["wire_bytes"] == 24 * 4

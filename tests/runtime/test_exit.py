@@ -10,4 +10,4 @@ from perseus_harness import launch
 def test_exit_handler_leaves_nothing_alive_for_the_interpreter(api):
     for rank in launch("exit_order.py", 2, [api], env={"PERSEUS_MASTER_PORT": None}):
         assert rank.returncode == 0
-        assert rank.output == {"default_group_alive": False, "world": False, "store": False, "perseus_threads": []}
+        assert rank.output == {"default_group_alive": False, "world": False, "perseus_threads": []}

@@ -1,5 +1,7 @@
-"""hvd.DistributedOptimizer on 2 real Gloo processes (recording backend): results against an exact
-float64 reference that computes every rank's gradients itself, and the dtype seen on the wire."""
+"""hvd.DistributedOptimizer on 2 real processes (perseus's engine): results against an exact float64
+reference that computes every rank's gradients itself, and the dtype on the wire (the engine's own byte
+counters). Each gradient is one named collective; the engine may fuse those agreed in one cycle, so a step
+issues between 1 and one-per-tensor collectives."""
 
 import pytest
 
@@ -25,7 +27,8 @@ FP16_TOLERANCE = 5e-4
 def test_default_averages_in_fp16(ranks):
     for got in value(ranks, "average_default_fp16"):
         assert set(got["wire"]) == {"float16"}
-        assert got["wire"]["float16"] == [6 * got["groups"], 6 * got["numel"] * 2]
+        calls, nbytes = got["wire"]["float16"]
+        assert nbytes == 6 * got["numel"] * 2 and 6 <= calls <= 6 * got["tensors"]
         assert got["diff"] < FP16_TOLERANCE
 
 
@@ -48,12 +51,12 @@ def test_op_sum(ranks):
 
 def test_backward_passes_per_step(ranks):
     for got in value(ranks, "backward_passes_per_step"):
-        assert got["wire"]["float16"][0] == 3 * got["groups"] and got["diff"] < FP16_TOLERANCE
+        assert got["wire"]["float16"][1] == 3 * got["numel"] * 2 and got["diff"] < FP16_TOLERANCE
 
 
 def test_accumulate_n_steps_updates_every_nth_step_with_an_unchanged_loop(ranks):
     for got in value(ranks, "accumulate_n_steps"):
-        assert got["wire"]["float16"][0] == 3 * got["groups"]  # 6 steps, every 2nd communicates
+        assert got["wire"]["float16"][1] == 3 * got["numel"] * 2  # 6 steps, every 2nd communicates
         assert got["diff"] < FP16_TOLERANCE
 
 

@@ -1,6 +1,7 @@
-"""Where perseus rendezvous: its own store only on a PERSEUS_MASTER_PORT the user set; otherwise torch's store
-server, joined through a connection of its own, so a job listens on MASTER_PORT alone and jobs side by side
-never collide. Ports are free ones (bound to port 0), never fixed."""
+"""Where perseus's engine rendezvous: its own store on a PERSEUS_MASTER_PORT the user set; otherwise (DDP) on a
+free port rank 0 picks and publishes through torch's store, so jobs side by side never collide and the seed's
+6666 is never opened unless asked for. (Before issue 13 perseus joined torch's store server itself; the native
+engine has a store of its own.) Ports are free ones (bound to port 0), never fixed."""
 
 import threading
 
@@ -14,15 +15,16 @@ def _outputs(results):
     return [r.output for r in results]
 
 
-def test_ddp_without_perseus_master_port_listens_on_master_port_alone():
+def test_ddp_without_perseus_master_port_picks_a_free_port_never_the_default():
     master = free_port()
     ranks = _outputs(launch("rendezvous_ports.py", 2, ["ddp"],
                             env={"PERSEUS_MASTER_PORT": None, "MASTER_PORT": str(master)}))
-    # rank 0 serves torch's store; the other listeners are Gloo's pairs on ports the kernel picked
-    assert master in ranks[0]["listening"]
+    # rank 0 serves torch's store and the engine's; the other listeners are Gloo's pairs on ports the kernel picked
+    how, address, port = ranks[0]["store"]
+    assert how == "picked" and port not in (master, DEFAULT_PERSEUS_PORT)
+    assert {master, port} <= set(ranks[0]["listening"])
     assert all(DEFAULT_PERSEUS_PORT not in rank["listening"] for rank in ranks)
-    for rank in ranks:
-        assert rank["store"] == ["join", "127.0.0.1", master] and not rank["store_is_default"]
+    assert ranks[1]["store"] == ranks[0]["store"]
     assert ranks[0]["weight_sum"] == ranks[1]["weight_sum"]
 
 
@@ -33,17 +35,18 @@ def test_a_perseus_master_port_the_user_set_keeps_its_own_store():
     ranks = _outputs(launch("rendezvous_ports.py", 2, ["ddp"],
                             env={"PERSEUS_MASTER_PORT": str(own), "MASTER_PORT": str(master)}))
     assert {master, own} <= set(ranks[0]["listening"])
-    assert ranks[1]["store"] == ["serve", "127.0.0.1", own]
+    assert ranks[1]["store"] == ["PERSEUS_MASTER_PORT", "127.0.0.1", own]
 
 
 def test_hvd_own_rendezvous_without_perseus_master_port_serves_on_master_port():
-    # PERSEUS_USE_DDP_LAUNCHER=0 (mpirun style): torch's default group is built on perseus's store, so that store
-    # takes MASTER_PORT instead of a second port
+    # PERSEUS_USE_DDP_LAUNCHER=0 (mpirun style): hvd.init() makes no torch default group (perseus's collectives
+    # do not need one), so the engine's store takes MASTER_PORT instead of a second port
     master = free_port()
     ranks = _outputs(launch("rendezvous_ports.py", 2, ["hvd"], env={
         "PERSEUS_MASTER_PORT": None, "MASTER_PORT": str(master), "PERSEUS_USE_DDP_LAUNCHER": "0"}))
     assert master in ranks[0]["listening"] and all(DEFAULT_PERSEUS_PORT not in r["listening"] for r in ranks)
-    assert all(rank["store"] == ["serve", "127.0.0.1", master] for rank in ranks)
+    assert all(rank["store"] == ["MASTER_PORT", "127.0.0.1", master] and not rank["torch_initialised"]
+               for rank in ranks)
     assert all(rank["sum"] == 3.0 for rank in ranks)
 
 

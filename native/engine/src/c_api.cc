@@ -2,6 +2,7 @@
 #include <cstring>
 #include <string>
 
+#include "downsample.h"
 #include "engine.h"
 #include "tcp_store.h"
 #include "errors.h"
@@ -17,6 +18,7 @@ using perseus::engine::Request;
 
 struct perseus_engine {
   Engine engine;
+  perseus::engine::Downsampler downsampler;  // perseus_engine_allreduce_downsampled
   explicit perseus_engine(const perseus_engine_options& o) : engine(o) {}
 };
 
@@ -240,6 +242,8 @@ perseus_engine_status perseus_engine_poll(perseus_engine* engine, perseus_engine
       result = PERSEUS_ENGINE_PENDING;
     } else if (op->status != PERSEUS_ENGINE_OK) {
       throw EngineError(op->status, op->error);
+    } else {
+      engine->downsampler.complete(handle);
     }
   });
   return s != PERSEUS_ENGINE_OK ? s : result;
@@ -252,6 +256,8 @@ perseus_engine_status perseus_engine_wait(perseus_engine* engine, perseus_engine
     std::unique_lock<std::mutex> lock(op->mu);
     op->cv.wait(lock, [&] { return op->done; });
     if (op->status != PERSEUS_ENGINE_OK) throw EngineError(op->status, op->error);
+    lock.unlock();
+    engine->downsampler.complete(handle);
   });
 }
 
@@ -282,6 +288,48 @@ perseus_engine_status perseus_engine_release(perseus_engine* engine, perseus_eng
   return guarded([&] {
     check_engine(engine);
     engine->engine.release(handle);
+    engine->downsampler.forget(handle);
+  });
+}
+
+// ---- gradients: gossip downsampling, wire accounting (issue 13) ---------------------------------
+
+perseus_engine_status perseus_engine_allreduce_downsampled(perseus_engine* engine, const char* name, float* buffer,
+                                                           int64_t numel, int n, float momentum,
+                                                           perseus_engine_reduce_op op, perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    need(name, "name");
+    if (n < 1) throw invalid_argument("perseus engine: PERSEUS_DOWNSAMPLE_N_ELEMENTS must be >= 1, got " + std::to_string(n));
+    if (numel < 0) throw invalid_argument("perseus engine: '" + std::string(name) + "': negative numel");
+    if (op != PERSEUS_ENGINE_SUM && op != PERSEUS_ENGINE_AVERAGE) {
+      throw invalid_argument("perseus engine: '" + std::string(name) + "': reduce op must be sum (0) or average (1)");
+    }
+    if (numel > 0) need(buffer, "buffer");
+    auto slice = engine->downsampler.begin(name, buffer, uint64_t(numel), uint64_t(n), momentum);
+    try {
+      const int64_t shape[1] = {int64_t(slice.count)};
+      Request r = make_request(slice.name.c_str(), Kind::kAllreduce, PERSEUS_ENGINE_FLOAT32, 1, shape);
+      r.op = op;
+      *handle = engine->engine.submit(std::move(r), slice.data, nullptr);
+    } catch (...) {
+      engine->downsampler.abandon();
+      throw;
+    }
+    engine->downsampler.bind(*handle);
+  });
+}
+
+perseus_engine_status perseus_engine_wire_bytes(perseus_engine* engine, const char* level, perseus_engine_dtype dtype,
+                                                uint64_t* bytes, uint64_t* collectives) {
+  return guarded([&] {
+    check_engine(engine);
+    need(level, "level");
+    uint64_t b = 0, c = 0;
+    engine->engine.wire_bytes(level, dtype, b, c);
+    if (bytes != nullptr) *bytes = b;
+    if (collectives != nullptr) *collectives = c;
   });
 }
 

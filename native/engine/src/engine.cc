@@ -572,7 +572,7 @@ void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& 
         break;
       }
       case Kind::kBroadcast:
-        everyone.broadcast(op->data, n * es, r.root);
+        everyone.broadcast(op->data, n * es, r.root, r.dtype);
         ++collectives_;
         break;
       case Kind::kAllgather: {
@@ -670,6 +670,29 @@ perseus_engine_info Engine::info() {
   i.plan_collectives = plan_collectives_;
   i.renegotiations = renegotiations_;
   return i;
+}
+
+}  // namespace perseus::engine
+
+namespace perseus::engine {
+
+void Engine::wire_bytes(const std::string& level, int dtype, uint64_t& bytes, uint64_t& calls) {
+  bytes = calls = 0;
+  auto add = [&](const Group* g) {
+    if (g == nullptr) return;
+    bytes += g->wire_bytes(dtype);
+    calls += g->wire_calls(dtype);
+  };
+  if (level == "control") {
+    add(control_.get());
+    return;
+  }
+  if (level != "all" && level != "node" && level != "leaders") {
+    throw invalid_argument("perseus engine: wire level '" + level + "' is none of all, node, leaders, control");
+  }
+  for (auto& s : streams_) {
+    add(level == "all" ? s->groups.everyone.get() : level == "node" ? s->groups.node.get() : s->groups.leaders.get());
+  }
 }
 
 }  // namespace perseus::engine

@@ -56,6 +56,9 @@ class Engine {
   // Asks every rank to stop after the current cycle; joins the threads. Idempotent.
   void shutdown();
   perseus_engine_info info();
+  // Payload bytes (and collectives) of one engine dtype this rank handed to Gloo on a level: "all" (one
+  // level), "node", "leaders" (two levels; summed over the streams) or "control" (negotiation).
+  void wire_bytes(const std::string& level, int dtype, uint64_t& bytes, uint64_t& calls);
   // The first communication failure ("" if none).
   std::string failure();
 

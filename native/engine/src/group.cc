@@ -31,6 +31,7 @@ void Group::allreduce_sum(void* data, uint64_t n, int dtype) {
   if (size_ == 1 || n == 0) return;
   gloo::AllreduceOptions opts(context_);
   const size_t es = dtype_size(dtype);
+  count(dtype, n * es);
   // Gloo only uses the template argument for the element size: the reduce function gives the meaning.
   if (es == 4) {
     opts.setOutput(static_cast<uint32_t*>(data), n);
@@ -51,6 +52,7 @@ void Group::reduce_sum(void* data, uint64_t n, int dtype, int root) {
   if (size_ == 1 || n == 0) return;
   gloo::ReduceOptions opts(context_);
   const size_t es = dtype_size(dtype);
+  count(dtype, n * es);
   if (es == 4) {
     opts.setOutput(static_cast<uint32_t*>(data), n);
   } else if (es == 8) {
@@ -67,8 +69,9 @@ void Group::reduce_sum(void* data, uint64_t n, int dtype, int root) {
   gloo::reduce(opts);
 }
 
-void Group::broadcast(void* data, uint64_t nbytes, int root) {
+void Group::broadcast(void* data, uint64_t nbytes, int root, int dtype) {
   if (size_ == 1 || nbytes == 0) return;
+  count(dtype, nbytes);
   gloo::BroadcastOptions opts(context_);
   opts.setOutput(static_cast<uint8_t*>(data), nbytes);
   opts.setRoot(root);

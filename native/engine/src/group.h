@@ -3,6 +3,7 @@
 // timeout). Calls on one Group must come from one thread at a time, in the same order on its ranks.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -32,15 +33,27 @@ class Group {
   void allreduce_sum(void* data, uint64_t n, int dtype);
   // In place sum into `root`'s buffer (other ranks' buffers are left unspecified).
   void reduce_sum(void* data, uint64_t n, int dtype, int root);
-  void broadcast(void* data, uint64_t nbytes, int root);
+  // dtype only labels the bytes for wire_bytes() (the broadcast copies bytes).
+  void broadcast(void* data, uint64_t nbytes, int root, int dtype = 6 /* PERSEUS_ENGINE_UINT8 */);
   // out receives each rank's bytes_per_rank[r] bytes back to back.
   void allgatherv(const void* in, void* out, const std::vector<uint64_t>& bytes_per_rank);
   void barrier();
   // Allgather of one byte string per rank: one collective while every string fits a 1 KiB slot, two else.
   std::vector<std::vector<char>> allgather_bytes(const std::vector<char>& mine);
 
+ // Bytes of payload this rank handed to Gloo on this group, per engine dtype (perseus_engine_dtype), and
+  // the collectives that carried them: what a test or a benchmark asks of the wire policy.
+  uint64_t wire_bytes(int dtype) const { return dtype >= 0 && dtype < 8 ? bytes_[dtype].load() : 0; }
+  uint64_t wire_calls(int dtype) const { return dtype >= 0 && dtype < 8 ? calls_[dtype].load() : 0; }
+
  private:
   uint32_t next_tag() { return tag_++; }
+  void count(int dtype, uint64_t nbytes) {
+    if (dtype < 0 || dtype >= 8) return;
+    bytes_[dtype] += nbytes;
+    ++calls_[dtype];
+  }
+  std::atomic<uint64_t> bytes_[8] = {}, calls_[8] = {};
 
   std::string prefix_;
   int rank_, size_;

@@ -74,7 +74,7 @@ uint64_t allreduce_fp32(StreamGroups& g, const WirePolicy& p, float* data, uint6
     uint16_t* h = compress(data, n, p.scale, half);
     node.reduce_sum(h, n, PERSEUS_ENGINE_FLOAT16, g.node_leader);
     if (g.leaders) g.leaders->allreduce_sum(h, n, PERSEUS_ENGINE_FLOAT16);
-    node.broadcast(h, n * 2, g.node_leader);
+    node.broadcast(h, n * 2, g.node_leader, PERSEUS_ENGINE_FLOAT16);
     collectives += g.leaders ? 3 : 2;
     return decompress(h, data, n, p.scale, divisor);
   }
@@ -92,7 +92,7 @@ uint64_t allreduce_fp32(StreamGroups& g, const WirePolicy& p, float* data, uint6
     }
     ++collectives;
   }
-  node.broadcast(data, n * 4, g.node_leader);
+  node.broadcast(data, n * 4, g.node_leader, PERSEUS_ENGINE_FLOAT32);
   ++collectives;
   if (!g.leaders && count_nonfinite) nonfinite = finish_plain(data, n, 1, true);
   return nonfinite;

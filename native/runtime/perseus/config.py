@@ -142,7 +142,7 @@ class VariableSpec:
     allowed: str  # human text of what is allowed
     effect: str  # one line: what the variable changes
     since: str  # the release that introduced it
-    honoured_by: Tuple[str, ...]  # frameworks whose runtime honours it today (only the torch runtime exists)
+    honoured_by: Tuple[str, ...]  # frameworks whose runtime honours it today
     aliases: Tuple[str, ...] = ()  # other spellings accepted (with a note), e.g. the manual's typo
 
 
@@ -197,7 +197,7 @@ class PerseusConfig:
         "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed "
         "plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs",
-        honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     perf_check_n_steps: int = variable(
         "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")
@@ -226,15 +226,15 @@ class PerseusConfig:
     cycle_time_ms: float = variable(
         "PERSEUS_CYCLE_TIME_MS", 1.0, _float_range(0.0, None, False), "> 0",
         "how often the native engine's ranks agree on the collectives submitted since the last cycle (ms)",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     engine_library: Optional[str] = variable(  # None: the one the package ships
         "PERSEUS_ENGINE_LIBRARY", None, _existing_file, "the path of a libperseus_engine.so",
         "the native engine library the Python handle loads instead of the packaged one",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
     mpi_bootstrap_library: Optional[str] = variable(  # None: the plugin for the MPI found at run time
         "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
-        since="2.0.0", honoured_by=ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     caffe_rank_weights: Optional[str] = variable(  # None: no file; read by the Caffe patch's `caffe train`
         "PERSEUS_CAFFE_RANK_WEIGHTS", None, _path_prefix, "a path prefix in a writable folder",
         "caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check)",

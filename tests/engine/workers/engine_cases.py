@@ -131,6 +131,20 @@ def case_lost_rank(eng, rank, size):
     report(rank=rank, seconds=time.monotonic() - start, error=None)
 
 
+def case_downsample(eng, rank, size):
+    """Gossip downsampling (n=4, momentum 1) of a constant gradient g_i = (rank + 1) * (i + 1), 8 calls: element i
+    travels at the calls k with k % 4 == i % 4, carrying every gradient since its last send; the wire carries
+    1 in 4 elements (fp32 with DTYPE=1). Also a 2-element tensor: calls 2, 3 (mod 4) send nothing."""
+    n, numel = 4, 10
+    received = []
+    for k in range(8):
+        grad = array.array("f", [float((rank + 1) * (i + 1)) for i in range(numel)])
+        eng.allreduce_downsampled_async("g", grad, n, 1.0, op="sum").wait()
+        received.append(list(grad))
+        tiny = array.array("f", [1.0, 2.0])
+        eng.allreduce_downsampled_async("tiny", tiny, n, 1.0, op="sum").wait()
+    nbytes, calls = eng.wire_bytes("all", "float32")
+    report(rank=rank, received=received, wire_bytes=nbytes, wire_calls=calls)
 def offline_step(eng, rank, size, step):
     """One training-like step: three gradients submitted in a rank-dependent order, then waited for, and a
     SyncBN-like allreduce waited for at once. Returns the sums (expected: see test_engine_offline.py)."""

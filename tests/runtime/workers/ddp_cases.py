@@ -1,7 +1,8 @@
-"""DistributedDataParallel scenarios under `import perseus`, on the recording Gloo backend.
+"""DistributedDataParallel scenarios under `import perseus`: plain DDP on the recording Gloo backend, perseus
+on its native engine, whose wire is read from the engine's own byte counters (perseus_engine_wire_bytes).
 
 Usage: ddp_cases.py parity | dtype2 | suite. Every rank emits what it observed (parameters,
-recorded collectives, errors) for the test to judge. `suite` imports perseus BEFORE torch (as the
+recorded collectives, bytes per wire level and dtype, errors) for the test to judge. `suite` imports perseus BEFORE torch (as the
 manual says) and runs several cases in one job, each with its own PERSEUS_* settings (applied with
 perseus.config.reload() before its model is wrapped); `parity` and `dtype2` import it after torch
 and compare with plain DDP trained first in the same process.
@@ -109,8 +110,30 @@ def perseus_state(ddp):
 
 
 def world():
-    from perseus.torch import _world
-    return _world.current()
+    from perseus.torch import _comm
+    return _comm.current()
+
+
+LEVELS = ("all", "node", "leaders")
+
+
+def wire_now():
+    """{level: {dtype: [collectives, bytes]}} this rank handed to the transport so far (perseus's engine)."""
+    w = world()
+    return {level: {dt: [calls, nbytes] for dt, (nbytes, calls) in w.wire(level).items()} for level in LEVELS}
+
+
+def wire_since(before):
+    """What crossed each level since `before` (a wire_now() of the same engine), non-zero entries only."""
+    after = wire_now()
+    out = {}
+    for level in LEVELS:
+        out[level] = {}
+        for dt, (calls, nbytes) in after[level].items():
+            c0, b0 = before.get(level, {}).get(dt, [0, 0])
+            if calls - c0:
+                out[level][dt] = [calls - c0, nbytes - b0]
+    return out
 
 
 def configure(**variables):
@@ -134,23 +157,19 @@ def job_parity():
     plain_losses = train(plain, STEPS)
     plain_records = rec.default_group().take()
     import perseus  # noqa: F401  (after torch: must still take effect)
-    if os.environ.get("CASE_PARTITION_BYTES"):  # cut this small model's gradients as a large model's are
-        from perseus.torch import _engine
-        _engine.PARTITION_BYTES = int(os.environ["CASE_PARTITION_BYTES"])
     accelerated = DDP(new_model())
     state = perseus_state(accelerated)
-    rec.perseus_records(world())  # drop set-up traffic
+    before = wire_now()
     rec.default_group().take()
     losses = train(accelerated, STEPS)
-    records = rec.perseus_records(world())
+    records = wire_since(before)
     return {
         "plain": flat_params(plain).tolist(), "perseus": flat_params(accelerated).tolist(),
         "plain_losses": plain_losses, "losses": losses,
-        "plain_records": summarize({"default": plain_records}), "records": summarize(records),
+        "plain_records": summarize({"default": plain_records}), "records": records,
         "default_group_during_perseus": summarize({"default": rec.default_group().take()}),
-        "numel": gradient_numel(accelerated), "groups": len(state.engine.groups),
-        "entries": len(state.engine.entries), "parts": len(state.engine.parts),
-        "policy": state.engine.policy.describe(), "hook_registered": state.registered,
+        "numel": gradient_numel(accelerated), "buckets": len(state.buckets_seen),
+        "policy": state.policy, "hook_registered": state.registered,
     }
 
 
@@ -161,17 +180,19 @@ def job_dtype2():
     train(plain, STEPS)
     import perseus  # noqa: F401
     model = DDP(new_model())
-    rec.perseus_records(world())
+    before = wire_now()
     losses = train(model, STEPS)
-    records = rec.perseus_records(world())
+    records = wire_since(before)
+    topology = {"node": world().node, "num_nodes": world().num_nodes, "local_rank": world().local_rank}
+    policy = perseus_state(model).policy
     modes = {}
-    for dtype in ("0", "1"):  # PERSEUS_ALLREDUCE_MODE=1: two levels with one dtype on both
+    for dtype in ("0", "1"):  # PERSEUS_ALLREDUCE_MODE=1: two levels with one dtype on both (a new engine)
         configure(PERSEUS_ALLREDUCE_MODE="1", PERSEUS_ALLREDUCE_DTYPE=dtype)
         other = DDP(new_model())
-        rec.perseus_records(world())
+        before = wire_now()
         train(other, 5)
-        modes[dtype] = {"records": summarize(rec.perseus_records(world())),
-                        "policy": perseus_state(other).engine.policy.describe(), "params": flat_params(other).tolist()}
+        modes[dtype] = {"records": wire_since(before), "policy": perseus_state(other).policy,
+                        "params": flat_params(other).tolist()}
     plain5 = new_model()  # the 5-step reference: every rank's gradients averaged by hand
     opt = torch.optim.SGD(plain5.parameters(), lr=0.05, momentum=0.9)
     for step in range(5):
@@ -182,10 +203,9 @@ def job_dtype2():
             dist.all_reduce(p.grad)
             p.grad /= SIZE
         opt.step()
-    return {"records": summarize(records), "numel": gradient_numel(model), "losses": losses,
+    return {"records": records, "numel": gradient_numel(model), "losses": losses,
             "plain": flat_params(plain).tolist(), "params": flat_params(model).tolist(),
-            "topology": list(world().topology.node_of), "policy": perseus_state(model).engine.policy.describe(),
-            "modes": modes, "plain5": flat_params(plain5).tolist()}
+            "topology": topology, "policy": policy, "modes": modes, "plain5": flat_params(plain5).tolist()}
 
 
 def job_suite():
@@ -203,37 +223,28 @@ def job_suite():
 
 # ---- cases of the suite ---------------------------------------------------------------------------
 
-def train_recorded(steps):
-    """A fresh perseus DDP model trained `steps` steps: its state, the records, the allreduces per stream."""
-    model = DDP(new_model())
+def train_recorded(steps, **ddp_kwargs):
+    """A fresh perseus DDP model trained `steps` steps: its state and what crossed the wire meanwhile."""
+    model = DDP(new_model(), **ddp_kwargs)
     state = perseus_state(model)
-    rec.perseus_records(world())
+    before = wire_now()
     train(model, steps)
-    records = rec.perseus_records(world())
-    per_stream = {label: len([r for r in entries if r[0] == "allreduce"]) for label, entries in records.items()
-                  if label.endswith("/all")}
-    return state, records, per_stream
+    return model, state, wire_since(before)
 
 
 def case_fusion():
-    """The number of collectives per step equals the fusion plan's group count."""
+    """Small DDP buckets (one or two parameters each): PERSEUS_ALLREDUCE_FUSION=0 sends each bucket alone;
+    automatic fusion may join the buckets agreed in one negotiation cycle; fp16 only, 2 bytes per element."""
     steps = 3
-    state, records, per_stream = train_recorded(steps)
-    from perseus.torch import _engine
-    expected = _engine.native_plan([e.nbytes for e in state.engine.entries], state.cfg.fusion, len(world().streams))
-    return {"groups": [g.members for g in state.engine.groups], "plan": expected, "steps": steps,
-            "allreduces_per_stream": per_stream, "streams": len(world().streams),
-            "streams_per_step": state.engine.streams_per_step,
-            "fp16_only": all(r[1] == "float16" for e in records.values() for r in e if r[0] == "allreduce")}
+    model, state, records = train_recorded(steps, bucket_cap_mb=0.004)
+    return {"buckets": len(state.buckets_seen), "submissions": state.submissions, "steps": steps, "records": records,
+            "numel": gradient_numel(model), "streams": world().engine.info()["streams"]}
 
 
-def case_stream_tuning():
-    """Unset PERSEUS_ALLREDUCE_STREAMS: one stream, then all, then the faster, the same on every rank."""
-    state, _, per_stream = train_recorded(10)
-    tuner = state.engine.tuner
-    return {"decided": tuner.decided, "active": tuner.active, "limit": tuner.limit, "medians": tuner.medians,
-            "streams_per_step": state.engine.streams_per_step, "groups": len(state.engine.groups),
-            "allreduces_per_stream": per_stream, "description": tuner.describe()}
+def case_streams():
+    """PERSEUS_ALLREDUCE_STREAMS=4: the engine runs four streams (its collectives spread over them)."""
+    model, state, records = train_recorded(4, bucket_cap_mb=0.004)
+    return {"streams": world().engine.info()["streams"], "records": records, "numel": gradient_numel(model)}
 
 
 def case_nancheck():
@@ -278,12 +289,11 @@ def case_accumulate():
             opt.step()
             opt.zero_grad()
     model = DDP(new_model())
-    rec.perseus_records(world())
+    before = wire_now()
     train(model, steps)
-    records = rec.perseus_records(world())
-    allreduces = sum(len([r for r in e if r[0] == "allreduce"]) for label, e in records.items() if label.endswith("/all"))
+    records = wire_since(before)
     return {"reference": flat_params(reference).tolist(), "perseus": flat_params(model).tolist(),
-            "allreduces": allreduces, "groups": len(perseus_state(model).engine.groups), "steps": steps}
+            "records": records, "numel": gradient_numel(model), "steps": steps}
 
 
 def case_downsample():
@@ -294,7 +304,7 @@ def case_downsample():
     steps = 8
     torch.manual_seed(0)
     model = DDP(nn.Linear(1000, 1, bias=False))
-    rec.perseus_records(world())
+    before = wire_now()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
     x = torch.linspace(-1, 1, 1000).reshape(1, 1000) * (RANK + 1)
     start = model.module.weight.detach().clone()
@@ -302,8 +312,8 @@ def case_downsample():
         opt.zero_grad()
         model(x).sum().backward()
         opt.step()
-    records = rec.perseus_records(world())
-    sent = sum(b for label, e in records.items() if label.endswith("/all") for op, dt, b in e if op == "allreduce")
+    records = wire_since(before)
+    sent = records["all"].get("float16", [0, 0])[1]
     mean_grad = torch.linspace(-1, 1, 1000) * (SIZE + 1) / 2.0
     last_send = torch.tensor([max(s for s in range(steps) if s % n == i % n) for i in range(1000)])
     return {"delta": (model.module.weight.detach() - start).reshape(-1).tolist(),
@@ -338,11 +348,9 @@ def case_unhonoured():
 
 
 SUITE = [
-    ("fusion3", {"PERSEUS_ALLREDUCE_FUSION": "3"}, case_fusion),
     ("fusion0", {"PERSEUS_ALLREDUCE_FUSION": "0"}, case_fusion),
     ("fusion_auto", {}, case_fusion),
-    ("tuning", {"PERSEUS_ALLREDUCE_FUSION": "0"}, case_stream_tuning),
-    ("streams_set", {"PERSEUS_ALLREDUCE_FUSION": "0", "PERSEUS_ALLREDUCE_STREAMS": "4"}, case_stream_tuning),
+    ("streams_set", {"PERSEUS_ALLREDUCE_FUSION": "0", "PERSEUS_ALLREDUCE_STREAMS": "4"}, case_streams),
     ("nancheck", {"PERSEUS_ALLREDUCE_NANCHECK": "1"}, case_nancheck),
     ("nancheck_off", {}, case_nancheck),
     ("overflow10", {"PERSEUS_ALLREDUCE_NANCHECK": "1", "PERSEUS_ALLREDUCE_GRADIENT_SCALE": "10"}, case_overflow),

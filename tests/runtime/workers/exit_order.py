@@ -1,7 +1,7 @@
 """What is left at interpreter exit after perseus's exit handler ran (usage: exit_order.py ddp|hvd).
 
 An atexit function registered before perseus builds its groups runs after perseus's handler (atexit is
-last-in, first-out); it records whether the default process group and perseus's world still exist."""
+last-in, first-out); it records whether the default process group and perseus's engine still exist."""
 
 import atexit
 import json
@@ -15,11 +15,10 @@ import torch.distributed as dist
 
 
 def record() -> None:
-    from perseus.torch import _world
+    from perseus.torch import _comm
 
     with open(os.environ["PERSEUS_TEST_OUT"], "w") as out:
-        json.dump({"default_group_alive": dist.is_initialized(), "world": _world._world is not None,
-                   "store": _world._store is not None,
+        json.dump({"default_group_alive": dist.is_initialized(), "world": _comm.current() is not None,
                    "perseus_threads": sorted(t.name for t in threading.enumerate() if t.name.startswith("perseus-"))},
                   out)
 

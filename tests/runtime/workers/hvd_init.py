@@ -54,7 +54,8 @@ elif MODE == "launcher":
     hvd.init()
     total = hvd.allreduce(torch.tensor([float(RANK + 1)]), op=hvd.Sum)
     emit({"size": hvd.size(), "sum": total.item(), "perseus_port_open": perseus_port_open(),
-          "default_group_port": os.environ.get("MASTER_PORT"), "backend": str(dist.get_backend())})
+          "default_group_port": os.environ.get("MASTER_PORT"),
+          "backend": str(dist.get_backend()) if dist.is_initialized() else None})
 elif MODE == "timeout":
     hvd.init()
     hvd.barrier()

@@ -12,10 +12,10 @@ from worker_common import emit
 
 RANK, SIZE = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 
-rec.init(RANK, SIZE)  # hvd.init() then reuses this default group: perseus's groups record too
+rec.init(RANK, SIZE)  # hvd.init() then reuses this default group; perseus's engine counts its own wire bytes
 import perseus.torch.horovod as hvd  # noqa: E402
 from perseus import config  # noqa: E402
-from perseus.torch import _world  # noqa: E402
+from perseus.torch import _comm  # noqa: E402
 
 hvd.init()
 
@@ -69,23 +69,21 @@ def train(opt_kwargs, steps, passes=1):
     opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9),
                                    named_parameters=net.named_parameters(), **opt_kwargs)
     hvd.broadcast_parameters(net.state_dict(), root_rank=0)
-    world = _world.current()
-    rec.perseus_records(world)
+    world = _comm.current()
+    before = world.wire("all")
     for step in range(steps):
         opt.zero_grad()
         for k in range(passes):
             x, y = batch(step * passes + k)
             F.cross_entropy(net(x), y).backward()
         opt.step()
-    records = rec.perseus_records(world)
     wire = {}
-    for label, entries in records.items():
-        for op, dtype, nbytes in entries:
-            if label.endswith("/all") and op == "allreduce":
-                count, total = wire.get(dtype, (0, 0))
-                wire[dtype] = (count + 1, total + nbytes)
+    for dtype, (nbytes, calls) in world.wire("all").items():
+        b0, c0 = before.get(dtype, (0, 0))
+        if calls - c0:
+            wire[dtype] = [calls - c0, nbytes - b0]
     numel = sum(p.numel() for p in net.parameters())
-    return net, opt, {"wire": wire, "numel": numel, "groups": len(opt._perseus_engine.groups)}
+    return net, opt, {"wire": wire, "numel": numel, "tensors": len(list(net.parameters()))}
 
 
 results = {}

@@ -51,9 +51,12 @@ else:
     hvd.init()
     result = {"sum": hvd.allreduce(torch.tensor([float(hvd.rank() + 1)]), op=hvd.Sum).item()}
 
-from perseus.torch import _world  # noqa: E402
+from perseus.torch import _comm  # noqa: E402
 
-result.update({"listening": listening_ports(), "store": list(_world._store_key or ()),
-               "store_is_default": _world._store is dist.distributed_c10d._get_default_store()})
+result.update({"listening": listening_ports(), "store": list(_comm.current().store),
+               "torch_initialised": dist.is_initialized()})
 emit(result)
-dist.barrier()
+if dist.is_initialized():
+    dist.barrier()
+else:
+    hvd.barrier()

@@ -163,6 +163,20 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allgather_result(
     uint64_t* total_bytes);
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_release(perseus_engine* engine, perseus_engine_handle handle);
 
+/* ---- gradients (issue 13) ---------------------------------------------------------------------
+ * In place fp32 gradient allreduce with gossip downsampling (PERSEUS_DOWNSAMPLE_N_ELEMENTS = n,
+ * PERSEUS_GRADIENT_MOMENTUM = momentum): at the k-th call under `name` only the elements i with
+ * i % n == k % n travel (through the ordinary allreduce and its wire policy, named "<name>#ds<k % n>");
+ * the others keep their gradient in the engine's residual for `name` (decayed by momentum per call) and
+ * read 0 when the handle completes (perseus_engine_wait / _poll). n = 1 sends everything. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allreduce_downsampled(
+    perseus_engine* engine, const char* name, float* buffer, int64_t numel, int n, float momentum,
+    perseus_engine_reduce_op op, perseus_engine_handle* handle);
+/* Payload bytes of `dtype` this rank handed to the transport on `level` ("all": one-level collectives,
+ * "node" and "leaders": the two levels, "control": negotiation) and the collectives that carried them. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_wire_bytes(perseus_engine* engine, const char* level,
+                                                                   perseus_engine_dtype dtype, uint64_t* bytes,
+                                                                   uint64_t* collectives);
 /* The rendezvous store alone, for a launcher that serves it for the jobs it starts (perseusrun): it
  * listens on host:port (host "" = every interface, port 0 = a free one, read with _store_port) and serves
  * until stopped; the ranks then connect with serve_store = 0. */

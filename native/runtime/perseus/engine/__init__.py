@@ -287,6 +287,35 @@ class Engine:
         """(the ranks' tensors concatenated along the first dimension as bytes, each rank's first dimension)."""
         return self.allgather_async(name, buffer, dtype, shape).wait()
 
+    def allreduce_downsampled_async(self, name: str, buffer: Any, n: int, momentum: float, op: str = "sum") -> Handle:
+        """Gossip downsampling (PERSEUS_DOWNSAMPLE_N_ELEMENTS=n, PERSEUS_GRADIENT_MOMENTUM=momentum) of an fp32
+        gradient, in place: this call's 1-in-n elements travel, the others read 0 and wait in the engine's
+        residual for `name` (perseus_engine_allreduce_downsampled)."""
+        if op not in _OPS:
+            raise ValueError("op must be 'sum' or 'average', not {!r}".format(op))
+        fn = getattr(self._lib, "perseus_engine_allreduce_downsampled", None)
+        if fn is None:
+            raise UnsupportedError("this perseus engine library has no gossip downsampling: install the "
+                                   "perseus-common and binding packages of one release")
+        buf = _buffers.describe(buffer, FLOAT32)
+        if buf.dtype != FLOAT32:
+            raise ValueError("gossip downsampling takes fp32 gradients")
+        h = ctypes.c_int64()
+        _check(self._lib, fn(self._ptr(), name.encode(), buf.address or None, buf.nbytes // 4, int(n), float(momentum),
+                             _OPS[op], ctypes.byref(h)))
+        return Handle(self, h.value, "allreduce", buf)
+
+    def wire_bytes(self, level: str, dtype: Any) -> Tuple[int, int]:
+        """(payload bytes, collectives) of `dtype` this rank handed to the transport on `level`: "all" (one
+        level), "node", "leaders" (two levels) or "control" (negotiation)."""
+        fn = getattr(self._lib, "perseus_engine_wire_bytes", None)
+        if fn is None:
+            raise UnsupportedError("this perseus engine library does not count wire bytes")
+        nbytes, calls = ctypes.c_uint64(), ctypes.c_uint64()
+        _check(self._lib, fn(self._ptr(), level.encode(), _buffers.dtype_code(dtype), ctypes.byref(nbytes),
+                             ctypes.byref(calls)))
+        return nbytes.value, calls.value
+
     def barrier(self, name: str) -> None:
         h = ctypes.c_int64()
         _check(self._lib, self._lib.perseus_engine_barrier(self._ptr(), name.encode(), ctypes.byref(h)))

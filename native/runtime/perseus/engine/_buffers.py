@@ -45,7 +45,10 @@ def _format_dtype(view: memoryview) -> int:
 
 def describe(obj: Any, dtype: Optional[Any] = None, shape: Optional[Sequence[int]] = None,
              writable: bool = True) -> Buffer:
-    """The engine's view of `obj`. dtype/shape override what the buffer says (bf16, raw bytes)."""
+    """The engine's view of `obj`. dtype/shape override what the buffer says (bf16, raw bytes). A Buffer (a
+    framework shim's raw memory, e.g. a torch tensor's data_ptr()) is taken as it is."""
+    if isinstance(obj, Buffer):
+        return obj
     view = memoryview(obj)
     if not view.c_contiguous:
         raise ValueError("the engine needs a C-contiguous buffer: copy it first")
@@ -71,3 +74,13 @@ def describe(obj: Any, dtype: Optional[Any] = None, shape: Optional[Sequence[int
     else:
         keep = (ctypes.c_char * nbytes).from_buffer(view.cast("B"))
     return Buffer(ctypes.addressof(keep), code, shape, nbytes, (view, keep))
+
+
+def raw(address: int, dtype: Any, shape: Sequence[int], keepalive: Any) -> Buffer:
+    """Memory a framework owns (a tensor's data pointer), C-contiguous, described by the caller; `keepalive`
+    (the tensor) is held until the engine is done with the memory."""
+    code = dtype_code(dtype)
+    count = 1
+    for d in shape:
+        count *= int(d)
+    return Buffer(int(address), code, tuple(int(d) for d in shape), count * ITEMSIZE[code], keepalive)

@@ -2,66 +2,73 @@
 
 perseus-common wraps DistributedDataParallel.__init__ (perseus._torch_hook); the wrapper calls
 `construct()` here, which:
-  - plans the fusion groups over the model's gradients (reverse parameter order, as backward
-    produces them) and, unless the user chose bucket_cap_mb, sets DDP's bucket size to the smallest
-    group, so that DDP hands gradients to perseus as soon as they are ready;
+  - unless the user chose bucket_cap_mb, sets DDP's bucket size to BUCKET_BYTES (4 MiB), so that DDP
+    hands gradients to perseus while backward still runs;
   - unless the user chose gradient_as_bucket_view, makes the gradients views of DDP's buckets, which
-    perseus reduces in place: no copy of every gradient out of the buckets after the last collective,
-    on the critical path of every step;
+    perseus reduces in place: no copy of every gradient out of the buckets after the last collective;
   - registers the perseus communication hook at the first forward (so that a hook the user
     registers before that replaces perseus, with a warning, instead of failing).
 
-Mapping of buckets: DDP buckets only decide WHEN gradients reach perseus. The hook marks the
-bucket's gradients ready in the engine; the engine runs one collective per fusion group of the
-native plan (PERSEUS_ALLREDUCE_FUSION), not per DDP bucket. The future of a DDP bucket completes when
-every fusion group holding one of its gradients is reduced.
+The hook hands each DDP bucket, in place (its data pointer: no copy for a contiguous CPU bucket; a CUDA
+bucket is staged through host memory), to the native engine as one named allreduce ("ddp<k>.b<i>");
+the engine fuses the buckets agreed in one negotiation cycle, cuts large ones into 4 MiB slices, applies
+the wire policy (PERSEUS_ALLREDUCE_DTYPE/_MODE, gradient scale, NaN check) and, with
+PERSEUS_DOWNSAMPLE_N_ELEMENTS > 1, gossip downsampling with its residual (PERSEUS_GRADIENT_MOMENTUM).
+The bucket's torch.futures.Future is completed by perseus's completion thread when the engine's handle
+completes; the training thread never polls.
 
-PERSEUS_ACCUMULATE_N_STEPS=n: the backward passes between communications keep their local
-gradient (added into perseus's accumulator) and the optimizer.step() that follows such a pass skips
-this model's parameters, so an unchanged training loop updates once per n passes with the sum of
-the n passes' gradients, averaged over ranks.
+PERSEUS_ACCUMULATE_N_STEPS=n (framework step logic, here): the backward passes between communications
+keep their local gradient (added into perseus's accumulator) and the optimizer.step() that follows such
+a pass skips this model's parameters, so an unchanged training loop updates once per n passes with the
+sum of the n passes' gradients, averaged over ranks.
 """
 
 import importlib
 import inspect
+import itertools
 import threading
+import time
 import warnings
 import weakref
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from perseus import config as perseus_config
-from perseus.torch import _engine, _grad_bucket, _world
-from perseus.torch._world import PerseusWorldError
+from perseus import engine as native
+from perseus.torch import _comm, _grad_bucket, _unhonoured
+from perseus.torch._comm import PerseusWorldError
 from perseus.torch.perf_check import PerfCheck
+
+BUCKET_BYTES = 4 << 20
 
 
 class PerseusDDPWarning(UserWarning):
     """A DistributedDataParallel model runs without perseus (the message says why)."""
 
 
+class NonFiniteGradientError(RuntimeError):
+    """PERSEUS_ALLREDUCE_NANCHECK=1 found inf/NaN in the reduced gradients (the message names the parameters)."""
+
+
 _STATE_ATTR = "_perseus_state"
+_model_numbers = itertools.count()
 
 
 class DDPState:
-    """Perseus's per-model state: the engine and what the hook needs to map DDP buckets onto it."""
+    """Perseus's per-model state: the engine, the model's accumulator, and what the hook needs."""
 
     def __init__(self, ddp: DistributedDataParallel, params: List[Tuple[str, torch.nn.Parameter]],
                  cfg: perseus_config.PerseusConfig) -> None:
         if cfg.accumulate_n_steps > 1 and not _OPTIMIZER_HOOKS:
             raise perseus_config.ConfigError(ACCUMULATE_NEEDS_HOOKS.format(n=cfg.accumulate_n_steps,
                                                                            version=torch.__version__))
-        world = _world.world(cfg)
-        topology = world.topology
+        self.world = _comm.world(cfg, renew=True)
         self.cfg = cfg
-        self.world = world
+        self.label = "ddp{}".format(next(_model_numbers))
         self.names = [name for name, _ in params]
-        entries = [_engine.Entry(name, p.numel(), p.dtype, p.device) for name, p in params]
-        policy = _engine.wire_policy(cfg, topology.num_nodes, topology.local_size)
-        self.engine = _engine.Engine(entries, world, cfg, policy, label="DistributedDataParallel")
         self.index_of: Dict[int, int] = {id(p): i for i, (_, p) in enumerate(params)}
         self.params = [p for _, p in params]
         self.param_ids = frozenset(self.index_of)
@@ -69,9 +76,17 @@ class DDPState:
         self.displaced = False
         self.last_pass_local = False
         self.passes = 0
-        self.perf = PerfCheck(cfg, world, "DistributedDataParallel")
+        self.accumulated: Dict[int, torch.Tensor] = {}
+        self.buckets_seen: Set[int] = set()  # DDP bucket indices handed to the engine so far
+        self.submissions = 0  # collectives handed to the engine (one per DDP bucket and communicating pass)
+        self.last_finished_at: Optional[float] = None
+        self.perf = PerfCheck(cfg, self.world, "DistributedDataParallel")
         _live_states.add(self)
-        _world.report_unhonoured(cfg)
+        _unhonoured.report(cfg)
+
+    @property
+    def policy(self) -> str:
+        return self.world.describe_policy()
 
     def indices_of(self, bucket: _grad_bucket.Bucket) -> List[int]:
         if bucket.parameters is not None:
@@ -85,32 +100,77 @@ class DDPState:
         return found
 
     def begin_pass(self) -> None:
-        step = self.engine.begin_step()
-        self.last_pass_local = not step.communicate
+        n = self.cfg.accumulate_n_steps
+        self.last_pass_local = n > 1 and self.passes % n != n - 1
         self.passes += 1
 
+    def accumulate(self, indices: Sequence[int], gradients: Sequence[torch.Tensor], local: bool) -> None:
+        """PERSEUS_ACCUMULATE_N_STEPS: a local pass adds the bucket's gradients into the accumulator; the
+        communicating pass adds the accumulator into them and starts it over. Per parameter, not per bucket:
+        DDP lays its buckets out anew after the first pass."""
+        for i, grad in zip(indices, gradients):
+            acc = self.accumulated.get(i)
+            if local:
+                if acc is None:
+                    self.accumulated[i] = grad.detach().clone()
+                else:
+                    acc.add_(grad)
+            elif acc is not None:
+                grad.add_(acc.view(grad.shape))
+                del self.accumulated[i]
 
+    def nonfinite_message(self, indices: Sequence[int], gradients: Sequence[torch.Tensor]) -> str:
+        names = [self.names[i] for i, g in zip(indices, gradients) if not bool(torch.isfinite(g).all())]
+        return ("PERSEUS_ALLREDUCE_NANCHECK: the reduced gradient of DistributedDataParallel is not finite (inf or "
+                "NaN) in {} {}. A loss that grows too large can overflow fp16 after the gradient scale: lower "
+                "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now {:g}) or find the layer that produces it".format(
+                    "parameter" if len(names) == 1 else "parameters", ", ".join(names) or "(a fused neighbour)",
+                    self.world.policy[POLICY_SCALE]))
+
+
+POLICY_SCALE = _comm.POLICY_FIELDS.index("gradient_scale")
 _live_states: "weakref.WeakSet[DDPState]" = weakref.WeakSet()
 
 
 def perseus_hook(state, bucket):  # type: ignore[no-untyped-def]
     """The DDP communication hook (DDPState, dist.GradBucket) -> torch.futures.Future of the bucket
-    (a list holding it before torch 1.10): hand the bucket's gradients to the engine; the future completes
-    when they are reduced.
+    (a list holding it before torch 1.10): hand the bucket to the engine; the future completes when it is
+    reduced.
 
     Unannotated on purpose: DDP compares annotations with its own types, which differ across torch versions."""
-    engine = state.engine
     found = _grad_bucket.read(bucket)
     if found.index == 0:
         state.begin_pass()
+    state.buckets_seen.add(found.index)
     buffer = found.buffer
-    indices = state.indices_of(found)
     outcome = torch.futures.Future(devices=[buffer.device]) if buffer.is_cuda else torch.futures.Future()
+    if found.is_last and state.perf.enabled:
+        state.perf.local(None if state.last_finished_at is None else time.perf_counter() - state.last_finished_at)
+    cfg = state.cfg
+    if cfg.accumulate_n_steps > 1:
+        state.accumulate(state.indices_of(found), found.gradients, state.last_pass_local)
+        if state.last_pass_local:  # nothing crosses the network; the optimizer step skips these parameters
+            outcome.set_result(found.result())
+            return outcome
     errors: List[BaseException] = []
+    staged = _comm.Staged(buffer)
+    engine = state.world.engine
+    name = "{}.b{}".format(state.label, found.index)
+    floating = buffer.is_floating_point()
+    op = "average" if floating else "sum"
+    if cfg.downsample_n_elements > 1 and buffer.dtype == torch.float32:
+        handle = engine.allreduce_downsampled_async(name, _comm.buffer_of(staged.host), cfg.downsample_n_elements,
+                                                    cfg.gradient_momentum, op=op)
+    else:
+        handle = engine.allreduce_async(name, _comm.buffer_of(staged.host), op=op)
 
     def done(error: Optional[BaseException]) -> None:
+        staged.finish()
+        if isinstance(error, native.NonFiniteError):
+            error = NonFiniteGradientError(state.nonfinite_message(state.indices_of(found), found.gradients))
         if error is not None:
             errors.append(error)
+        state.last_finished_at = time.perf_counter()
         outcome.set_result(found.result())
 
     def result(_: Any) -> Any:
@@ -118,11 +178,8 @@ def perseus_hook(state, bucket):  # type: ignore[no-untyped-def]
             raise errors[0]
         return found.result()
 
-    engine.on_groups_done(engine.groups_of(indices), done)
-    if found.is_last and state.perf.enabled:
-        state.perf.local(engine.local_seconds())
-    for i, gradient in zip(indices, found.gradients):
-        engine.ready(i, gradient)
+    state.submissions += 1
+    state.world.completions.add(handle, done)
     return outcome.then(result)
 
 
@@ -151,12 +208,8 @@ def construct(ddp: DistributedDataParallel, original_init: Any, args: Sequence[A
     params = _ddp_parameters(module) if usable else []
     accepted = inspect.signature(original_init).parameters
     if usable and bound.get("bucket_cap_mb") is None and "bucket_cap_mb" in accepted:
-        entries = [_engine.Entry(n, p.numel(), p.dtype, p.device) for n, p in params]
-        groups = _engine.plan_groups(_engine.partition(entries, cfg.fusion), cfg.fusion, 1)
-        if groups:
-            smallest = min(g.numel * torch.empty((), dtype=g.dtype).element_size() for g in groups)
-            kwargs = dict(kwargs)
-            kwargs["bucket_cap_mb"] = max(smallest, 1) / float(1024 * 1024)
+        kwargs = dict(kwargs)
+        kwargs["bucket_cap_mb"] = BUCKET_BYTES / float(1024 * 1024)
     if usable and "gradient_as_bucket_view" not in bound and "gradient_as_bucket_view" in accepted:
         kwargs = dict(kwargs)
         kwargs["gradient_as_bucket_view"] = True

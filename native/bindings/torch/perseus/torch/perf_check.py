@@ -2,7 +2,7 @@
 
 Each rank measures, per step, the time it worked on its own (from the end of the previous step's
 gradient reduction to the moment its last gradient of this step is ready), averages it over n
-steps, and the ranks exchange the averages (one small allgather on perseus's control group); a
+steps, and the ranks exchange the averages (one small allgather through the engine); a
 rank slower than SLOW_FACTOR x the median reports itself on its own machine (a warning and a line
 on stderr), as the seed describes.
 """
@@ -50,18 +50,19 @@ class PerfCheck:
             self._compare(mean)
 
     def _compare(self, mean: float) -> None:
+        from perseus.torch import _control
+
         world = self.world
-        mine = torch.tensor([mean], dtype=torch.float64)
-        everyone = [torch.empty_like(mine) for _ in range(world.size)]
-        world.control.allgather(everyone, mine).wait()
-        times = sorted(float(t) for t in everyone)
+        work = _control.allgather_flat(torch.tensor([mean], dtype=torch.float64))
+        work.wait()
+        assert work.result is not None
+        times = sorted(float(t) for t in work.result)
         half = len(times) // 2
         median = times[half] if len(times) % 2 else 0.5 * (times[half - 1] + times[half])
         if median > 0 and mean > SLOW_FACTOR * median:
-            topology = world.topology
             message = ("perseus perf check ({}): rank {} (host {}, local rank {}) worked {:.4f} s per step on its own "
                        "over the last {} steps, {:.1f}x the median {:.4f} s of all {} ranks; check this GPU/process"
-                       .format(self.label, world.rank, socket.gethostname(), topology.local_rank, mean, self.every,
+                       .format(self.label, world.rank, socket.gethostname(), world.local_rank, mean, self.every,
                                mean / median, median, world.size))
             self.reports.append(message)
             print(message, file=sys.stderr, flush=True)

@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 from perseus import config as perseus_config
 from perseus import launch
-from perseus.torch import _world
+from perseus.torch import _comm
 
 
 class HorovodNotInitialized(ValueError):
@@ -36,62 +36,87 @@ def _default_backend() -> str:
     return "gloo"
 
 
-def _init_default_group(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv) -> None:
+def _master_address(env: launch.LaunchEnv) -> Optional[str]:
+    return env.master_addr or os.environ.get("MASTER_ADDR") or None
+
+
+def _torch_master_port(env: launch.LaunchEnv) -> Optional[int]:
+    if env.master_port is not None:
+        return env.master_port
+    raw = os.environ.get("MASTER_PORT", "").strip()
+    return int(raw) if raw.isdigit() else None
+
+
+def check_ports(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv) -> None:
+    torch_port = _torch_master_port(env)
+    if torch_port is not None and torch_port == cfg.master_port and cfg.is_set("PERSEUS_MASTER_PORT"):
+        raise perseus_config.ConfigError(
+            "PERSEUS_MASTER_PORT={} is the same port as MASTER_PORT={} (torch's rendezvous): perseus's engine serves "
+            "its own rendezvous on MASTER_ADDR and needs another port; set PERSEUS_MASTER_PORT to a free port other "
+            "than {}, or unset it so that perseus picks one".format(cfg.master_port, torch_port, torch_port))
+
+
+def _plain_mpirun(env: launch.LaunchEnv) -> bool:
+    return env.launcher in ("openmpi", "mpich") and _master_address(env) is None
+
+
+def _init_default_group(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv) -> bool:
+    """torch's default process group for DDP and the user's own torch.distributed calls, where the launch
+    gives torch a rendezvous (perseus's collectives do not need it). Returns whether one was made."""
     timeout = timedelta(seconds=cfg.gloo_timeout_seconds)
     backend = _default_backend()
     if env.size == 1:
         dist.init_process_group(backend, store=dist.HashStore(), rank=0, world_size=1, timeout=timeout)
-        return
-    if cfg.use_ddp_launcher:
-        address = _world.master_address(env)
-        port = env.master_port or (int(os.environ["MASTER_PORT"]) if os.environ.get("MASTER_PORT", "").isdigit() else None)
-        if address is None or port is None:
-            raise RuntimeError(
-                "hvd.init(): PERSEUS_USE_DDP_LAUNCHER=1 (the default) joins the torch launcher's rendezvous, but "
-                "MASTER_ADDR/MASTER_PORT are not set (this job was started by '{}'); start it with torchrun / "
-                "torch.distributed.launch, or set PERSEUS_USE_DDP_LAUNCHER=0 so that perseus opens its own rendezvous "
-                "on MASTER_ADDR:PERSEUS_MASTER_PORT (mpirun / perseusrun)".format(env.launcher))
-        _world.check_ports(cfg, env)
-        # env:// lets torch reuse torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) instead of binding MASTER_PORT again
-        from_environment = "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ
-        init_method = "env://" if from_environment else "tcp://{}:{}".format(address, port)
-        dist.init_process_group(backend, init_method=init_method, rank=env.rank, world_size=env.size, timeout=timeout)
-        return
-    store = _world.rendezvous_store(env.rank, env.size, cfg, env)
-    dist.init_process_group(backend, store=dist.PrefixStore("torch", store), rank=env.rank, world_size=env.size,
-                            timeout=timeout)
+        return True
+    if _plain_mpirun(env) or not cfg.use_ddp_launcher:
+        return False  # mpirun / perseusrun style: the engine's own rendezvous (through MPI under a plain mpirun)
+    address = _master_address(env)
+    port = _torch_master_port(env)
+    if address is None or port is None:
+        raise RuntimeError(
+            "hvd.init(): PERSEUS_USE_DDP_LAUNCHER=1 (the default) joins the torch launcher's rendezvous, but "
+            "MASTER_ADDR/MASTER_PORT are not set (this job was started by '{}'); start it with torchrun / "
+            "torch.distributed.launch, or set PERSEUS_USE_DDP_LAUNCHER=0 so that perseus opens its own rendezvous "
+            "on MASTER_ADDR:PERSEUS_MASTER_PORT (mpirun / perseusrun)".format(env.launcher))
+    check_ports(cfg, env)
+    # env:// lets torch reuse torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) instead of binding MASTER_PORT again
+    from_environment = "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ
+    init_method = "env://" if from_environment else "tcp://{}:{}".format(address, port)
+    dist.init_process_group(backend, init_method=init_method, rank=env.rank, world_size=env.size, timeout=timeout)
+    return True
 
 
 def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None:
-    """Join the job: create the default process group if nobody did, then the perseus groups."""
+    """Join the job: start perseus's engine (and torch's default process group where the launch gives torch a
+    rendezvous and nobody made one). Under a plain mpirun with no MASTER_ADDR the engine agrees its address and
+    port through MPI, and torch.distributed is left alone."""
     if comm is not None:
         raise ValueError("not supported: hvd.init(comm=...) (MPI sub-communicators); perseus runs on all ranks of the job")
     if process_sets is not None:
         raise ValueError("not supported: hvd.init(process_sets=...); perseus collectives run on the global process set")
     with _state.lock:
-        if _state.initialized and dist.is_initialized():
+        if _state.initialized and _comm.current() is not None:
             return
         cfg = perseus_config.get()
+        env = launch.detect()
+        check_ports(cfg, env)
         if not dist.is_initialized():
-            _init_default_group(cfg, launch.detect())
-            _state.owns_default_group = True
-        _world.world(cfg)
+            _state.owns_default_group = _init_default_group(cfg, env)
+        _comm.world(cfg)
         _state.initialized = True
         if not _state.shutdown_at_exit:
-            # as Horovod does: a script that never calls hvd.shutdown() still leaves the job in order, instead of
-            # the interpreter tearing down live process groups (c10d aborts: "terminate called without an active
-            # exception")
+            # as Horovod does: a script that never calls hvd.shutdown() still leaves the job in order
             atexit.register(shutdown)
             _state.shutdown_at_exit = True
 
 
 def shutdown() -> None:
-    """Leave the job: stop perseus's workers, drop its groups, destroy the default group if hvd.init() made it."""
+    """Leave the job: shut perseus's engine down, destroy the default group if hvd.init() made it."""
     with _state.lock:
         for callback in list(_state.shutdown_callbacks):
             callback()
         _state.shutdown_callbacks.clear()
-        _world.forget()
+        _comm.release()
         if _state.owns_default_group and dist.is_initialized():
             dist.destroy_process_group()
         _state.owns_default_group = False
@@ -103,13 +128,13 @@ def on_shutdown(callback: Any) -> None:
 
 
 def is_initialized() -> bool:
-    return _state.initialized and dist.is_initialized() and _world.current() is not None
+    return _state.initialized and _comm.current() is not None
 
 
-def world() -> _world.PerseusWorld:
+def world() -> _comm.World:
     if not is_initialized():
         raise HorovodNotInitialized("Horovod has not been initialized; use hvd.init().")
-    found = _world.current()
+    found = _comm.current()
     assert found is not None
     return found
 
@@ -123,25 +148,26 @@ def rank() -> int:
 
 
 def local_rank() -> int:
-    return world().topology.local_rank
+    return world().local_rank
 
 
 def local_size() -> int:
-    return world().topology.local_size
+    return world().local_size
 
 
 def cross_rank() -> int:
     """Index of this rank's node (Horovod: rank among the processes with the same local rank)."""
-    return world().topology.node
+    return world().node
 
 
 def cross_size() -> int:
     """Number of nodes."""
-    return world().topology.num_nodes
+    return world().num_nodes
 
 
 def is_homogeneous() -> bool:
-    return world().topology.uniform
+    found = world()
+    return found.size == found.local_size * found.num_nodes
 
 
 def mpi_built() -> bool:
@@ -173,9 +199,8 @@ def ccl_built() -> bool:
 
 
 def _backends() -> List[str]:
-    if not dist.is_initialized():
-        return []
-    return sorted(set(_world.device_backends(str(dist.get_backend())).values()))
+    """The transports perseus's collectives use: the engine's Gloo."""
+    return ["gloo"] if is_initialized() else []
 
 
 def mpi_enabled() -> bool:

@@ -1,7 +1,7 @@
-"""Horovod collectives (allreduce, allgather, broadcast, their async forms, join, barrier) on torch.distributed.
+"""Horovod collectives (allreduce, allgather, broadcast, their async forms, join, barrier) on perseus's engine.
 
 Every call first exchanges a small fixed-size record (operation, name, dtype, shape, root, op) among
-all ranks on perseus's control group. All ranks then check the same table, so a mismatch (another
+all ranks (an engine allgather). All ranks then check the same table, so a mismatch (another
 shape under one name, another operation, another root) raises the same clear error on every rank
 instead of crashing or hanging, and a rank inside hvd.join() learns which collective to take part in.
 Unlike Horovod, ranks must submit collectives in the same order (there is no reordering negotiation).
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import torch
-import torch.distributed as dist
 
 from perseus import config as perseus_config
+from perseus.torch import _control as _ops
 from perseus.torch.horovod import basics
 from perseus.torch.horovod.compression import Compression, Compressor
 
@@ -34,8 +34,8 @@ Max = 4
 Product = 5
 
 _OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
-_TORCH_OPS = {Average: dist.ReduceOp.SUM, Sum: dist.ReduceOp.SUM, Min: dist.ReduceOp.MIN,
-              Max: dist.ReduceOp.MAX, Product: dist.ReduceOp.PRODUCT}
+_TORCH_OPS = {Average: _ops.SUM, Sum: _ops.SUM, Min: _ops.MIN, Max: _ops.MAX,
+              Product: _ops.PRODUCT}
 
 # Record layout (int64 each)
 KIND, JOINED, JOIN_ROUND, DTYPE, NDIM, SHAPE = 0, 1, 2, 3, 4, 5
@@ -120,7 +120,7 @@ class _Control:
         record[NAME: NAME + NAME_WORDS] = torch.tensor(_name_words(name), dtype=torch.int64)
         gathered = [torch.empty_like(record) for _ in range(world.size)]
         with self.lock:
-            world.control.allgather(gathered, record).wait()
+            _ops.allgather(gathered, record).wait()
             self.rounds += 1
         return [self._decode(r, row.tolist()) for r, row in enumerate(gathered)]
 
@@ -269,7 +269,7 @@ def _allreduce_start(tensor: torch.Tensor, output: torch.Tensor, name: Optional[
     world = basics.world()
     if op == Adasum:
         return _adasum_start(tensor, output, name, prescale_factor, postscale_factor, world)
-    work = world.control.allreduce(wire, _TORCH_OPS[op])
+    work = _ops.allreduce(wire, _TORCH_OPS[op])
 
     def finish() -> torch.Tensor:
         result = compressor.decompress(wire, ctx)
@@ -291,7 +291,7 @@ def _adasum_start(tensor: torch.Tensor, output: torch.Tensor, name: str, prescal
                                      "(Horovod's pairwise tree), this job has {}".format(name, size))
     source = (tensor * prescale if prescale != 1.0 else tensor).contiguous()
     gathered = [torch.empty_like(source) for _ in range(size)]
-    work = world.control.allgather(gathered, source)
+    work = _ops.allgather(gathered, source)
 
     def finish() -> torch.Tensor:
         combined = adasum_combine(gathered).to(output.dtype).reshape(output.shape)
@@ -345,7 +345,7 @@ def _allgather_start(tensor: torch.Tensor, name: Optional[str]) -> int:
     if concatenate and source.shape[0] < longest:
         padded = torch.cat([padded, padded.new_zeros((longest - source.shape[0],) + tuple(source.shape[1:]))])
     gathered = [torch.empty_like(padded) for _ in range(world.size)]
-    work = world.control.allgather(gathered, padded)
+    work = _ops.allgather(gathered, padded)
 
     def finish() -> torch.Tensor:
         pieces = [gathered[r][: rows[r]] if concatenate else gathered[r] for r in sorted(rows)]
@@ -379,7 +379,7 @@ def _broadcast_start(tensor: torch.Tensor, output: torch.Tensor, root_rank: int,
         raise HorovodCollectiveError("hvd.broadcast '{}': the root rank {} has called hvd.join()".format(name, root_rank))
     wire = output if output is tensor else tensor.clone()
     wire = wire if wire.is_contiguous() else wire.contiguous()
-    work = world.control.broadcast(wire, root_rank)
+    work = _ops.broadcast(wire, root_rank)
 
     def finish() -> torch.Tensor:
         if wire is not output:
@@ -429,14 +429,14 @@ def _take_part(record: Record) -> None:
     if record.kind == K_ALLREDUCE:
         assert record.dtype is not None and record.shape is not None
         zeros = torch.zeros(record.shape, dtype=record.dtype)
-        world.control.allreduce(zeros, _TORCH_OPS.get(record.op, dist.ReduceOp.SUM)).wait()
+        _ops.allreduce(zeros, _TORCH_OPS.get(record.op, _ops.SUM)).wait()
     elif record.kind == K_ALLGATHER:
         assert record.dtype is not None and record.shape is not None
         zeros = torch.zeros(record.shape, dtype=record.dtype)
-        world.control.allgather([torch.empty_like(zeros) for _ in range(world.size)], zeros).wait()
+        _ops.allgather_flat(zeros).wait()
     elif record.kind == K_BROADCAST:
         assert record.dtype is not None and record.shape is not None
-        world.control.broadcast(torch.empty(record.shape, dtype=record.dtype), record.root).wait()
+        _ops.broadcast(torch.empty(record.shape, dtype=record.dtype), record.root).wait()
     elif record.kind == K_STEP:
         participant = _step_participants.get(record.digest)
         if participant is None:

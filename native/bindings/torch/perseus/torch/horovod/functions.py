@@ -7,6 +7,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 import torch
 
 from perseus.torch import _bytes
+from perseus.torch import _control as _ops
 from perseus.torch.horovod import basics
 from perseus.torch.horovod import collectives as C
 
@@ -50,7 +51,7 @@ def broadcast_parameters(params: Union[Dict[str, Any], Iterable[Tuple[str, Any]]
     with torch.no_grad():
         for (dtype, device), tensors in groups.items():
             flat = torch.cat([t.detach().reshape(-1) for t in tensors]) if tensors else torch.empty(0, dtype=dtype)
-            world.control.broadcast(flat, root_rank).wait()
+            _ops.broadcast(flat, root_rank).wait()
             offset = 0
             for t in tensors:
                 t.copy_(flat[offset: offset + t.numel()].view_as(t))
@@ -84,9 +85,9 @@ def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None) -
     C.check_agreement(records, "hvd.broadcast_object", name, same_shape=False)
     payload = pickle.dumps(obj) if world.rank == root_rank else b""
     length = torch.tensor([len(payload)], dtype=torch.int64)
-    world.control.broadcast(length, root_rank).wait()
+    _ops.broadcast(length, root_rank).wait()
     buffer = _bytes.to_tensor(payload) if world.rank == root_rank else torch.empty(int(length.item()), dtype=torch.uint8)
-    world.control.broadcast(buffer, root_rank).wait()
+    _ops.broadcast(buffer, root_rank).wait()
     return obj if world.rank == root_rank else pickle.loads(_bytes.to_bytes(buffer))
 
 
@@ -100,13 +101,13 @@ def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
     C.check_agreement(records, "hvd.allgather_object", name, same_shape=False)
     payload = pickle.dumps(obj)
     lengths = [torch.zeros(1, dtype=torch.int64) for _ in range(world.size)]
-    world.control.allgather(lengths, torch.tensor([len(payload)], dtype=torch.int64)).wait()
+    _ops.allgather(lengths, torch.tensor([len(payload)], dtype=torch.int64)).wait()
     longest = max(int(n.item()) for n in lengths)
     mine = torch.zeros(longest, dtype=torch.uint8)
     if payload:
         mine[: len(payload)] = _bytes.to_tensor(payload)
     gathered = [torch.empty(longest, dtype=torch.uint8) for _ in range(world.size)]
-    world.control.allgather(gathered, mine).wait()
+    _ops.allgather(gathered, mine).wait()
     return [pickle.loads(_bytes.to_bytes(g[: int(n.item())])) for g, n in zip(gathered, lengths)]
 
 

@@ -1,8 +1,8 @@
 """hvd.DistributedOptimizer: the wrapped optimizer steps on gradients averaged over all ranks by perseus.
 
-Gradients are handed to perseus's engine (perseus.torch._engine) as autograd produces them, fused
-per the native plan (PERSEUS_ALLREDUCE_FUSION) and reduced while backward goes on; step() waits for
-them. The wire format comes from `compression=` and PERSEUS_ALLREDUCE_DTYPE together:
+Gradients are handed to perseus's native engine (perseus.torch._gradients) as autograd produces them,
+one named allreduce each, fused by the engine (PERSEUS_ALLREDUCE_FUSION) and reduced while backward goes
+on; step() waits for them. The wire format comes from `compression=` and PERSEUS_ALLREDUCE_DTYPE together:
 
   compression \\ PERSEUS_ALLREDUCE_DTYPE   0 (default)      1                 2
   Compression.none (Horovod's default)   fp16 everywhere  fp32 everywhere   fp32 in node, fp16 between
@@ -10,7 +10,8 @@ them. The wire format comes from `compression=` and PERSEUS_ALLREDUCE_DTYPE toge
 
 i.e. a level carries fp16 when either asks for it: PERSEUS_ALLREDUCE_DTYPE=1 turns off only the
 compression perseus adds by default, never the one the code asks for. fp16 always uses perseus's
-scaled compression (PERSEUS_ALLREDUCE_GRADIENT_SCALE). A custom Compressor is not supported by the
+scaled compression (PERSEUS_ALLREDUCE_GRADIENT_SCALE): the engine's, or scaled fp16 tensors handed to the
+engine when its wire policy sends fp32. A custom Compressor is not supported by the
 fused path (it raises). hvd.allreduce() itself applies exactly the `compression=` it is given.
 
 backward_passes_per_step=k (Horovod): k backward passes per step(); autograd sums them; one
@@ -20,15 +21,16 @@ zero_grad() every iteration updates with the sum of n steps' gradients, averaged
 """
 
 import contextlib
-import dataclasses
 import hashlib
+import itertools
+import time
 import warnings
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
 
 from perseus import config as perseus_config
-from perseus.torch import _engine, _world
+from perseus.torch import _comm, _gradients, _unhonoured
 from perseus.torch.horovod import basics
 from perseus.torch.horovod import collectives as C
 from perseus.torch.horovod.compression import Compression, FP16Compressor, NoneCompressor
@@ -68,6 +70,9 @@ def _force_fp16(compression: Any) -> bool:
                      "hvd.Compression.fp16".format(compression))
 
 
+_optimizer_numbers = itertools.count()
+
+
 class _DistributedOptimizer(torch.optim.Optimizer):
     """Methods mixed into a subclass of the wrapped optimizer's class (as Horovod does)."""
 
@@ -75,8 +80,9 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                  op: int, gradient_predivide_factor: float, groups_requested: bool, sparse_as_dense: bool) -> None:
         super(self.__class__, self).__init__(params)
         cfg = perseus_config.get()
-        world = basics.world()
-        _world.report_unhonoured(cfg)
+        basics.world()  # hvd.init() first
+        world = _comm.world(cfg, renew=True)
+        _unhonoured.report(cfg)
         if op not in (C.Average, C.Sum, C.Adasum):
             raise ValueError("DistributedOptimizer(op=...) takes hvd.Average, hvd.Sum or hvd.Adasum")
         if gradient_predivide_factor != 1.0 and op != C.Average:
@@ -95,18 +101,13 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._perseus_passes = [0] * len(self._perseus_named)
         self._perseus_synchronized = False
         self._perseus_should_synchronize = True
-        topology = world.topology
-        policy = _engine.wire_policy(cfg, topology.num_nodes, topology.local_size, force_fp16=_force_fp16(compression))
-        if gradient_predivide_factor != 1.0:
-            policy = dataclasses.replace(policy, scale=policy.scale / gradient_predivide_factor)
-        entries = [_engine.Entry(n, p.numel(), p.dtype, p.device) for n, p in self._perseus_named]
-        self._perseus_engine = _engine.Engine(entries, world, cfg, policy, average=op != C.Sum,
-                                              label="DistributedOptimizer")
-        self._perseus_digest = _plan_digest(self._perseus_named, policy)
+        self._perseus_engine = _gradients.GradientReducer(
+            world, "opt{}".format(next(_optimizer_numbers)), [n for n, _ in self._perseus_named], cfg,
+            average=op != C.Sum, force_fp16=_force_fp16(compression), predivide=gradient_predivide_factor)
+        self._perseus_digest = _plan_digest(self._perseus_named, world.policy, _force_fp16(compression))
         self._perseus_perf = PerfCheck(cfg, world, "DistributedOptimizer")
         self._perseus_engine.begin_step()
         C.register_step_participant(self._perseus_digest, self._perseus_zero_step)
-        basics.on_shutdown(self._perseus_engine.shutdown)
         self._perseus_hooks = [self._perseus_hook_param(i, p) for i, (_, p) in enumerate(self._perseus_named)]
 
     # ---- gradient hooks ---------------------------------------------------------------------------
@@ -156,7 +157,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if self._perseus_synchronized:
             return
         engine = self._perseus_engine
-        self._perseus_perf.local(engine.local_seconds())
+        self._perseus_perf.local(self._perseus_local_seconds())
         if self._perseus_op == C.Adasum:
             self._perseus_adasum()
         else:
@@ -165,10 +166,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                     if p.grad is None:
                         p.grad = torch.zeros_like(p)
                     engine.ready(i, self._perseus_dense_grad(i, p))
-            if engine.step.communicate:
+            if engine.communicate:
                 C.announce_step(self._perseus_digest, "DistributedOptimizer")
             engine.wait()
+            self._perseus_finished_at = time.perf_counter()
         self._perseus_synchronized = True
+
+    def _perseus_local_seconds(self) -> Optional[float]:
+        at = getattr(self, "_perseus_finished_at", None)
+        return None if at is None else time.perf_counter() - at
 
     def _perseus_adasum(self) -> None:
         for name, p in self._perseus_named:
@@ -180,7 +186,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """A joined rank's part in the others' step: zeros in, result dropped."""
         engine = self._perseus_engine
         engine.begin_step(force_communicate=True)
-        engine.flush()
+        for i, (_, p) in enumerate(self._perseus_named):
+            engine.ready(i, torch.zeros_like(p))
         engine.wait()
         engine.begin_step()
 
@@ -199,7 +206,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 warnings.warn("optimizer.step() called without optimizer.skip_synchronize() after "
                               "optimizer.synchronize(); this can cause training slowdown", UserWarning, stacklevel=2)
             self.synchronize()
-        communicated = self._perseus_op == C.Adasum or self._perseus_engine.step.communicate
+        communicated = self._perseus_op == C.Adasum or self._perseus_engine.communicate
         self._perseus_next_step()
         if not communicated:
             return None  # PERSEUS_ACCUMULATE_N_STEPS: a local step, the update waits for the n-th
@@ -212,14 +219,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             self._perseus_engine.begin_step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
-        if self._perseus_engine.step.tensors and not self._perseus_synchronized:
+        if self._perseus_engine.busy and not self._perseus_synchronized:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before optimizer.step() "
                                  "or optimizer.synchronize(); this is prohibited as it can cause a race condition")
         return super(self.__class__, self).zero_grad(set_to_none)
 
 
-def _plan_digest(named: Sequence[Tuple[str, torch.Tensor]], policy: _engine.WirePolicy) -> int:
-    text = "{}|{}".format(policy, ";".join("{}:{}:{}".format(n, p.numel(), p.dtype) for n, p in named))
+def _plan_digest(named: Sequence[Tuple[str, torch.Tensor]], policy: Any, force_fp16: bool) -> int:
+    text = "{}|{}|{}".format(policy, force_fp16, ";".join("{}:{}:{}".format(n, p.numel(), p.dtype) for n, p in named))
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
 
 

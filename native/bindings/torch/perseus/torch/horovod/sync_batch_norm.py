@@ -6,11 +6,13 @@ import torch
 import torch.nn.functional as F
 from torch.nn.modules.batchnorm import _BatchNorm
 
+from perseus.torch import _control as _ops
 from perseus.torch.horovod import basics
 
 
 def _allreduce_sum(tensor: torch.Tensor) -> torch.Tensor:
-    basics.world().control.allreduce(tensor).wait()
+    basics.world()
+    _ops.allreduce(tensor).wait()
     return tensor
 
 
