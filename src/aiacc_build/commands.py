@@ -14,6 +14,7 @@ COMMAND_MODULES: list[str] = [
     "build.cli",
     "images.cli",
     "build.toolkit_cli",
+    "build.wheel_cli",
     "adapters.cli",
 ]
 
