@@ -15,6 +15,7 @@ COMMAND_MODULES: list[str] = [
     "images.cli",
     "build.toolkit_cli",
     "build.wheel_cli",
+    "ci_local.cli",
     "adapters.cli",
 ]
 

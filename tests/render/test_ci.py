@@ -31,7 +31,7 @@ def test_job_runs_pinned_cibuildwheel_with_selector_builder_repair_and_test():
     job = _workflow(SEED, seed_cells())["jobs"]["torch-1_7_1-cuda110-x86_64"]
     assert job["runs-on"] == "ubuntu-24.04"
     steps = {s.get("name", s.get("uses")): s for s in job["steps"]}
-    assert "cibuildwheel==2.16.5" in steps["Install the build tool and cibuildwheel 2.16.5"]["run"]
+    assert "aiacc-build ci install-cibuildwheel 2.16.5" in steps["Install the build tool and cibuildwheel 2.16.5"]["run"]
     env = steps["Build, repair and test"]["env"]
     assert env["CIBW_BUILD"] == naming.cibw_build_selector(group) == "cp36-manylinux_x86_64 cp38-manylinux_x86_64"
     assert env["CIBW_MANYLINUX_X86_64_IMAGE"] == "perseus-builder:manylinux2014-cuda11.0-x86_64"

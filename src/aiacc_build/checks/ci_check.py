@@ -30,7 +30,8 @@ from .findings import WARNING, CheckReport, Finding
 COMMON_JOB = "perseus-common"
 INDEX_JOB = "index"
 INSTALL_CHECK_JOB = "install-check"
-_PIN = re.compile(r"cibuildwheel==([0-9][0-9A-Za-z.+!-]*)")
+# `pip install cibuildwheel==X` or the tool's own `aiacc-build ci install-cibuildwheel X`
+_PIN = re.compile(r"(?:cibuildwheel==|install-cibuildwheel )([0-9][0-9A-Za-z.+!-]*)")
 _PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
 
 

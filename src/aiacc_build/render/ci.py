@@ -178,16 +178,14 @@ class InstallCheck:
 
 
 def install_check(cells: tuple[Cell, ...] | list[Cell]) -> InstallCheck | None:
-    """An x86_64 cell with a binding, of one Python: CPU first (no GPU on the runner), the newest framework
-    build, its oldest Python (the floor its users meet; and the cell whose framework this project's
-    own machines hold, so `aiacc-build ci run-local` runs the same job)."""
+    """An x86_64 cell with a binding, of one Python: CPU first (no GPU on the runner), then the newest."""
     fitting = [
         c for c in cells
         if adapter_for(c.framework).binding_missing is None and c.arch.value == "x86_64" and c.python
     ]
     if not fitting:
         return None
-    cell = max(fitting, key=lambda c: (c.cuda is None, Version(c.framework_version), -Version(c.python or "0").release[1]))
+    cell = max(fitting, key=lambda c: (c.cuda is None, Version(c.framework_version), Version(c.python or "0")))
     assert cell.python is not None
     args = " ".join(shlex.quote(a) for a in pip.framework_install_args(cell.build))
     return InstallCheck(cell=cell, python=cell.python, requirement=cell.build.requirement, pip_args=args)
