@@ -20,6 +20,7 @@ from typing import Callable
 
 import docker
 
+from ..build.toolchain import find_interpreter
 from ..images.base import debian_base, ensure_base_image
 from ..images.build import BuildResult, build_image
 from ..model import ReleaseInfo
@@ -30,6 +31,10 @@ HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 # Debian bookworm's own CPython: the builder's interpreters are venvs of it (cibuildwheel needs
 # /opt/python/<id>/bin/{python,pip} and nothing else of the manylinux layout).
 STANDIN_PYTHONS = {"cp311-cp311": "python3.11"}
+# CPythons Debian bookworm lacks, copied from this machine's pyenv (built here, on this glibc) without
+# their site-packages: cibuildwheel runs before_all's environment with cp39, the MXNet cell builds on it.
+PYENV_PYTHONS = {"cp39-cp39": "3.9"}
+PYENV_RUNTIME_LIBS = "libssl3 libffi8 libsqlite3-0 libbz2-1.0 liblzma5 libreadline8 libncursesw6 zlib1g libuuid1"
 GLIBC_NOTE = (
     "the builder is a Debian stand-in for the manylinux image: it proves the workflow's steps, not the "
     "manylinux glibc floor (its wheels need this Debian's glibc 2.36, whatever platform tag they carry)"
@@ -77,8 +82,38 @@ def standin_dockerfile(base: str) -> str:
         "COPY host-ca-bundle.crt /etc/ssl/certs/ca-certificates.crt\n"
         f"ENV {env_line}\n"
         f"RUN {pythons} && ls -d /opt/python/cp3*-cp3*\n"
-        'LABEL perseus.role="local manylinux stand-in (Debian)"\n'
+        + _pyenv_layers()
+        + 'LABEL perseus.role="local manylinux stand-in (Debian)"\n'
     )
+
+
+def _pyenv_installs() -> dict[str, Path]:
+    """cpXY-cpXY -> the pyenv prefix of that minor version on this machine."""
+    found = {}
+    for ident, minor in PYENV_PYTHONS.items():
+        interpreter = find_interpreter(minor)
+        if interpreter is None:
+            raise StepFailed(f"the builder stand-in needs CPython {minor} from pyenv (/root/.pyenv/versions/{minor}.*): none here")
+        found[ident] = interpreter.executable.parent.parent
+    return found
+
+
+def _pyenv_layers() -> str:
+    if not PYENV_PYTHONS:
+        return ""
+    lines = [f"RUN apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends {PYENV_RUNTIME_LIBS} >/dev/null && rm -rf /var/lib/apt/lists/*\n"]
+    for ident, prefix in _pyenv_installs().items():
+        lines.append(f"COPY pyenv/{prefix.name}/ {prefix}/\n")
+        lines.append(f"RUN {prefix}/bin/python{PYENV_PYTHONS[ident]} -m venv /opt/python/{ident} && /opt/python/{ident}/bin/python -V\n")
+    return "".join(lines)
+
+
+def _copy_pyenv(context: Path) -> None:
+    for ident, prefix in _pyenv_installs().items():
+        target = context / "pyenv" / prefix.name
+        ignore = shutil.ignore_patterns("site-packages", "test", "tests", "__pycache__", "*.a", "idle_test")
+        shutil.copytree(prefix, target, symlinks=True, ignore=ignore)
+        (target / "lib" / f"python{PYENV_PYTHONS[ident]}" / "site-packages").mkdir(parents=True, exist_ok=True)
 
 
 def ensure_standin(client: docker.DockerClient, release: ReleaseInfo, cache_dir: Path, on_line: Callable[[str], None]) -> str:
@@ -88,6 +123,7 @@ def ensure_standin(client: docker.DockerClient, release: ReleaseInfo, cache_dir:
         context = Path(tmp)
         (context / "Dockerfile").write_text(standin_dockerfile(base.image))
         shutil.copyfile(HOST_CA_BUNDLE, context / "host-ca-bundle.crt")
+        _copy_pyenv(context)
         build_image(client, context, "Dockerfile", tag, on_line=on_line, network_mode="host")
     return tag
 
