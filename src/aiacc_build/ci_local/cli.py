@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -102,6 +103,7 @@ def run_local_cmd(release: str | None, selectors: tuple[str, ...], dist_dir: Pat
         return f"{made.tag} built here from the rendered {target} on {made.standin} (not the manylinux image) in {made.result.seconds:.0f}s"
 
     started = time.monotonic()
+    signal.signal(signal.SIGTERM, _interrupt)  # a stopped run stops its step's processes too
     try:
         results = LocalRunner(local, REPO_ROOT, work_dir, docker_host, build_builder, say).run(jobs)
     finally:
@@ -122,6 +124,10 @@ def run_local_cmd(release: str | None, selectors: tuple[str, ...], dist_dir: Pat
                       f"{sum(r.status == 'not run here' for r in results)} not run here in {seconds:.0f}s; logs in {work_dir / 'logs'}")
     if any(r.status in ("failed", "skipped") for r in results):
         raise BuildError("the workflow did not pass here: " + ", ".join(r.id for r in results if r.status in ("failed", "skipped")))
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _install_check_for_local_cells(jobs: list[Job], rel, local: LocalPlan) -> list[Job]:

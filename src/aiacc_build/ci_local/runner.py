@@ -10,6 +10,7 @@ jobs run here; cibuildwheel runs on this machine's Docker engine with the host n
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -199,13 +200,19 @@ class LocalRunner:
             result.local.append(f"expected wheels narrowed to those of the jobs run here: {', '.join(sorted(keep))}")
         log.write(f"$ {run}\n")
         log.flush()
+        # its own process group: a step stopped (timeout, Ctrl-C) takes its children along
+        proc = subprocess.Popen(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run],
+            cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
         try:
-            proc = subprocess.run(
-                ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", run],
-                cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, timeout=STEP_TIMEOUT_S,
-            )
+            proc.wait(timeout=STEP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
+            _stop(proc)
             raise StepFailed(f"ran longer than {STEP_TIMEOUT_S} s") from None
+        except BaseException:
+            _stop(proc)
+            raise
         if proc.returncode != 0:
             raise StepFailed(f"exit {proc.returncode}{_tail(Path(log.name))}")
         return ""
@@ -218,6 +225,18 @@ class LocalRunner:
         env = {**base, **job.env, **step.env, "CI": "true", "GITHUB_WORKSPACE": str(context.workspace)}
         env["PATH"] = os.pathsep.join([*context.path_prefix, base.get("PATH", "")])
         return env
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
 
 
 def _tail(log: Path, lines: int = 15) -> str:
