@@ -148,3 +148,21 @@ def test_options_cibuildwheel_rejects_are_findings(releases, cibw):
     (bad, good) = build_identifiers(env, [Selection({"CIBW_ARCHS_LINUX": "x86-64"}, None), Selection({"CIBW_BUILD": "cp39-manylinux_x86_64"}, None)])
     assert bad[0] is None and "'x86-64' is not a valid Architecture" in bad[1]
     assert good == (["cp39-manylinux_x86_64"], None)  # the next job in the same process is unaffected
+
+
+def test_shell_copies_of_the_tools_steps_are_named(releases, dist_copy, cibw):
+    modern = release(releases, "2.0.0")
+    job_id = "torch-2_13_0-cpu-x86_64"
+
+    def shell_copies(jobs):
+        env = build_env(jobs[job_id])
+        env["CIBW_REPAIR_WHEEL_COMMAND"] = "auditwheel repair --exclude 'libtorch*' -w {dest_dir} {wheel}"
+        env["CIBW_BEFORE_TEST"] = "pip install {project}/native/runtime"
+        for step in jobs["perseus-common"]["steps"]:
+            if "wheel common" in (step.get("run") or ""):
+                step["run"] = "python -m build --wheel --outdir mirror native/runtime"
+
+    edit_workflow(dist_copy, modern, shell_copies)
+    report = run_release(modern, dist_copy, None)
+    found = {(f.subject, f.message.split(" ", 1)[0]) for f in report.errors if f.rule == "tool-step"}
+    assert found == {(job_id, "CIBW_REPAIR_WHEEL_COMMAND"), (job_id, "CIBW_BEFORE_TEST"), ("perseus-common", "the")}
