@@ -14,6 +14,7 @@ set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${GLOO_CACHE_DIR:-$REPO_ROOT/.cache/gloo}"
+mkdir -p "$CACHE" && CACHE="$(cd "$CACHE" && pwd)"  # absolute: apt reads a relative Dir:: path under /etc/apt
 JOBS="${GLOO_JOBS:-2}"
 
 # Pinned from the signed Sources index of Debian trixie (apt-cache showsrc gloo, Checksums-Sha256).
