@@ -69,6 +69,7 @@ def standin_dockerfile(base: str) -> str:
         "SSL_CERT_FILE": str(HOST_CA_BUNDLE),
         "REQUESTS_CA_BUNDLE": str(HOST_CA_BUNDLE),
         "PIP_DEFAULT_TIMEOUT": "180",
+        "PIP_RETRIES": "0",  # the vendor indexes the jobs name have no route from here: fail them at once
     }
     links = _find_links()
     if links:

@@ -222,7 +222,9 @@ class LocalRunner:
             k: v for k, v in os.environ.items()
             if not k.startswith(("CIBW_", "GITHUB_", "AIACC_")) and k not in ("VIRTUAL_ENV", "PYTHONPATH", "DOCKER_HOST")
         }
-        env = {**base, **job.env, **step.env, "CI": "true", "GITHUB_WORKSPACE": str(context.workspace)}
+        # PIP_RETRIES=0: the vendor indexes the jobs name (download.pytorch.org) have no route from this
+        # machine; pip skips them at once instead of retrying each dependency five times
+        env = {**base, "PIP_RETRIES": "0", **job.env, **step.env, "CI": "true", "GITHUB_WORKSPACE": str(context.workspace)}
         env["PATH"] = os.pathsep.join([*context.path_prefix, base.get("PATH", "")])
         return env
 
