@@ -16,7 +16,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from ..adapters import adapter_for
 from ..errors import ConfigurationError, UnsupportedCellError
 from ..model import Cell
-from ..naming import repaired_wheel_filename, wheel_filename
+from ..naming import wheel_filename
 
 
 def cell_for_wheel(cells: tuple[Cell, ...] | list[Cell], wheel_name: str, cuda: str) -> Cell:
@@ -45,11 +45,6 @@ def cell_for_wheel(cells: tuple[Cell, ...] | list[Cell], wheel_name: str, cuda: 
         f"{wheel_name} (CUDA {cuda}) is no cell of release: its cells of that build publish {known}. "
         "Pass the --cuda the wheel was built for (cpu, 13.0, ...) and the release it was built for."
     )
-
-
-def expected_names(cell: Cell) -> tuple[str, str]:
-    """(the name auditwheel gives, the published name)."""
-    return repaired_wheel_filename(cell), wheel_filename(cell)
 
 
 def selftest_args(cell: Cell) -> list[str]:
