@@ -32,8 +32,9 @@ HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
 # /opt/python/<id>/bin/{python,pip} and nothing else of the manylinux layout).
 STANDIN_PYTHONS = {"cp311-cp311": "python3.11"}
 # CPythons Debian bookworm lacks, copied from this machine's pyenv (built here, on this glibc) without
-# their site-packages: cibuildwheel runs before_all's environment with cp39, the MXNet cell builds on it.
-PYENV_PYTHONS = {"cp39-cp39": "3.9"}
+# their site-packages: cibuildwheel runs before_all's environment with cp39 (the MXNet cell builds on
+# it), the TensorFlow cells build on cp310.
+PYENV_PYTHONS = {"cp39-cp39": "3.9", "cp310-cp310": "3.10"}
 PYENV_RUNTIME_LIBS = "libssl3 libffi8 libsqlite3-0 libbz2-1.0 liblzma5 libreadline8 libncursesw6 zlib1g libuuid1"
 GLIBC_NOTE = (
     "the builder is a Debian stand-in for the manylinux image: it proves the workflow's steps, not the "
