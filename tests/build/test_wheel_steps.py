@@ -25,6 +25,9 @@ def test_a_built_wheel_is_found_by_name_python_arch_and_cuda():
     assert cuda.key == "2.0.0/torch-2.13.0/cuda13.0/py3.11/aarch64"
     tf = cell_for_wheel(RELEASE.cells, "perseus_tensorflow-2.0.0+2.21.0-py3-none-linux_x86_64.whl", "cpu")
     assert wheel_filename(tf) == "perseus_tensorflow-2.0.0+2.21.0-py3-none-manylinux_2_28_x86_64.whl"
+    # as cibuildwheel's build gives it: the building interpreter's tag, re-tagged to py3-none by the repair
+    built = cell_for_wheel(RELEASE.cells, "perseus_tensorflow-2.0.0+2.21.0-cp310-cp310-linux_x86_64.whl", "cpu")
+    assert built.key == tf.key
 
 
 def test_a_wheel_of_no_cell_names_what_the_release_publishes():

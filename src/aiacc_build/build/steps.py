@@ -38,7 +38,9 @@ def cell_for_wheel(cells: tuple[Cell, ...] | list[Cell], wheel_name: str, cuda: 
     ]
     for cell in candidates:
         published = parse_wheel_filename(wheel_filename(cell))[3]
-        if {t.interpreter for t in published} == interpreters and all(t.platform.endswith(cell.arch.value) for t in tags):
+        # a Python-independent cell's build carries the building interpreter's tag (cp310): re-tagged later
+        same_python = cell.python is None or {t.interpreter for t in published} == interpreters
+        if same_python and all(t.platform.endswith(cell.arch.value) for t in tags):
             return cell
     known = ", ".join(sorted({wheel_filename(c) for c in candidates})) or "none of this distribution and version"
     raise UnsupportedCellError(
