@@ -141,8 +141,9 @@ def _install_check_for_local_cells(jobs: list[Job], rel, local: LocalPlan) -> li
     if wanted is None or wanted.cell.key in local.local_keys:
         return jobs
     local_cells = [c for c in rel.cells if c.key in local.local_keys]
-    if install_check(local_cells) is None:
-        return jobs
+    if install_check(local_cells) is None:  # no local cell the job can check (CPython-specific, x86_64)
+        why = f"checks {wanted.cell.key}, not built here, and no local cell fits the job"
+        return [Job(j.id, j.name, j.needs, j.steps, j.env, None, why) if j.id == INSTALL_CHECK_JOB else j for j in jobs]
     rendered = yaml.safe_load(render_ci(rel.info, local_cells).content)
     replacement = next(j for j in parse_workflow(rendered) if j.id == INSTALL_CHECK_JOB)
     note = f"re-rendered for the local cell ({replacement.name}); the workflow's checks {wanted.name}, not built here"

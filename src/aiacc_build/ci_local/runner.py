@@ -124,6 +124,9 @@ class LocalRunner:
         result = JobResult(id=job.id, name=job.name, status="passed")
         if job.local_note:
             result.local.append(job.local_note)
+        if job.not_here:
+            result.status, result.reason = "not run here", job.not_here
+            return result
         build_steps = [s for s in job.steps if is_cibuildwheel(s)]
         if build_steps:
             identifiers = self.plan.local_identifiers(job.id)

@@ -49,6 +49,7 @@ class Job:
     steps: tuple[Step, ...]
     env: dict[str, str] = field(default_factory=dict)
     local_note: str | None = None  # set when run-local runs another rendering of this job (said in its result)
+    not_here: str | None = None  # set when run-local has nothing of this job to run here: why
 
 
 def _strings(value: Any, where: str) -> dict[str, str]:
