@@ -7,10 +7,14 @@
 #   bash recipes/gloo/build.sh [PREFIX_FILE]   # prints the install prefix (and writes it to PREFIX_FILE)
 #
 # Environment: GLOO_CACHE_DIR (default <repo>/.cache/gloo), CXX, GLOO_JOBS (default 2).
+# GLOO_FETCH_ONLY=1: fetch and check the source tarballs into $GLOO_CACHE_DIR/sources, build nothing
+# (the CI job does this on its runner, where apt-get is, for a builder image that has none).
+# With the tarballs in $GLOO_CACHE_DIR/sources the recipe needs no apt-get.
 set -euo pipefail
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 CACHE="${GLOO_CACHE_DIR:-$REPO_ROOT/.cache/gloo}"
+mkdir -p "$CACHE" && CACHE="$(cd "$CACHE" && pwd)"  # absolute: apt reads a relative Dir:: path under /etc/apt
 JOBS="${GLOO_JOBS:-2}"
 
 # Pinned from the signed Sources index of Debian trixie (apt-cache showsrc gloo, Checksums-Sha256).
@@ -34,7 +38,7 @@ prefix="$CACHE/$build_id/install"
 
 report() { echo "$prefix"; [ "${1:-}" = "" ] || echo "$prefix" >"$1"; }
 
-if [ -f "$prefix/lib/libgloo.a" ] && [ -f "$prefix/.complete" ]; then
+if [ "${GLOO_FETCH_ONLY:-}" != "1" ] && [ -f "$prefix/lib/libgloo.a" ] && [ -f "$prefix/.complete" ]; then
   echo "recipes/gloo: cached build $prefix" >&2
   report "${1:-}"; exit 0
 fi
@@ -63,6 +67,11 @@ if ! check_sha "$src_dir/$ORIG" "$ORIG_SHA256" || ! check_sha "$src_dir/$DEBIAN"
     echo "recipes/gloo: (the .dsc is not on this mirror: apt's errors about it above are expected; the tarballs are checked below)" >&2
   check_sha "$src_dir/$ORIG" "$ORIG_SHA256" || die "$ORIG missing or its sha256 is not the pinned $ORIG_SHA256"
   check_sha "$src_dir/$DEBIAN" "$DEBIAN_SHA256" || die "$DEBIAN missing or its sha256 is not the pinned $DEBIAN_SHA256"
+fi
+
+if [ "${GLOO_FETCH_ONLY:-}" = "1" ]; then
+  echo "recipes/gloo: sources checked in $src_dir" >&2
+  exit 0
 fi
 
 work="$CACHE/$build_id"

@@ -16,6 +16,8 @@ COMMAND_MODULES: list[str] = [
     "images.cli",
     "toolkits.cli",
     "caffe.cli",
+    "wheels.wheel_cli",
+    "ci_local.cli",
     "adapters.cli",
 ]
 

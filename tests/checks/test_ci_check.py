@@ -92,7 +92,7 @@ def test_builder_images_pins_and_index_are_checked(releases, dist_copy, cibw):
     def tamper(jobs):
         for step in jobs[job_id]["steps"]:
             if "pip install" in (step.get("run") or ""):
-                step["run"] = step["run"].replace(f"cibuildwheel=={modern.info.cibuildwheel}", "cibuildwheel==3.1.4")
+                step["run"] = step["run"].replace(f"install-cibuildwheel {modern.info.cibuildwheel}", "install-cibuildwheel 3.1.4")
         index = jobs["index"]
         index["needs"].remove(job_id)
         jobs["install-check"]["needs"] = [job_id]
@@ -148,3 +148,21 @@ def test_options_cibuildwheel_rejects_are_findings(releases, cibw):
     (bad, good) = build_identifiers(env, [Selection({"CIBW_ARCHS_LINUX": "x86-64"}, None), Selection({"CIBW_BUILD": "cp39-manylinux_x86_64"}, None)])
     assert bad[0] is None and "'x86-64' is not a valid Architecture" in bad[1]
     assert good == (["cp39-manylinux_x86_64"], None)  # the next job in the same process is unaffected
+
+
+def test_shell_copies_of_the_tools_steps_are_named(releases, dist_copy, cibw):
+    modern = release(releases, "2.0.0")
+    job_id = "torch-2_13_0-cpu-x86_64"
+
+    def shell_copies(jobs):
+        env = build_env(jobs[job_id])
+        env["CIBW_REPAIR_WHEEL_COMMAND"] = "auditwheel repair --exclude 'libtorch*' -w {dest_dir} {wheel}"
+        env["CIBW_BEFORE_TEST"] = "pip install {project}/native/runtime"
+        for step in jobs["perseus-common"]["steps"]:
+            if "wheel common" in (step.get("run") or ""):
+                step["run"] = "python -m build --wheel --outdir mirror native/runtime"
+
+    edit_workflow(dist_copy, modern, shell_copies)
+    report = run_release(modern, dist_copy, None)
+    found = {(f.subject, f.message.split(" ", 1)[0]) for f in report.errors if f.rule == "tool-step"}
+    assert found == {(job_id, "CIBW_REPAIR_WHEEL_COMMAND"), (job_id, "CIBW_BEFORE_TEST"), ("perseus-common", "the")}

@@ -1,4 +1,4 @@
-"""install_AIACC-Training.sh with the TensorFlow and MXNet cells of the default build (tests/build): next to
+"""install_AIACC-Training.sh with the TensorFlow and MXNet cells of the default build (tests/wheels): next to
 an installed tensorflow-cpu 2.21.0 (Python 3.11), in one environment holding torch 2.13.0 and TensorFlow
 (both wheels, both self-tests), and next to mxnet 1.9.1 (Python 3.9, numpy<1.24). The frameworks' own
 files are never touched; the wheels' self-tests run as the script runs them."""

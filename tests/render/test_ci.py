@@ -40,30 +40,48 @@ def test_job_runs_pinned_cibuildwheel_with_selector_builder_repair_and_test():
     job = _workflow(SEED, seed_cells())["jobs"]["torch-1_7_1-cuda110-x86_64"]
     assert job["runs-on"] == "ubuntu-24.04"
     steps = {s.get("name", s.get("uses")): s for s in job["steps"]}
-    assert "cibuildwheel==2.16.5" in steps["Install the build tool and cibuildwheel 2.16.5"]["run"]
+    assert "aiacc-build ci install-cibuildwheel 2.16.5" in steps["Install the build tool and cibuildwheel 2.16.5"]["run"]
     env = steps["Build, repair and test"]["env"]
     assert env["CIBW_BUILD"] == naming.cibw_build_selector(group) == "cp36-manylinux_x86_64 cp38-manylinux_x86_64"
     assert env["CIBW_MANYLINUX_X86_64_IMAGE"] == "perseus-builder:manylinux2014-cuda11.0-x86_64"
-    for pattern in excluded_libraries():
-        assert f"--exclude '{pattern}'" in env["CIBW_REPAIR_WHEEL_COMMAND"]
-    # 1.5.0 publishes linux_x86_64 where auditwheel gives manylinux2014: the repair re-tags back.
-    assert "--platform-tag linux_x86_64" in env["CIBW_REPAIR_WHEEL_COMMAND"]
+    # repair, perseus-common and the self-test are the build tool's own steps, never shell copies
+    assert env["CIBW_BEFORE_ALL"].endswith("/opt/aiacc-build/bin/pip install -e {project}")
+    assert env["CIBW_REPAIR_WHEEL_COMMAND"] == (
+        "/opt/aiacc-build/bin/aiacc-build wheel repair --release 1.5.0 --cuda 11.0 --framework-python python "
+        "--dest {dest_dir} {wheel}"
+    )
+    assert "auditwheel" not in env["CIBW_REPAIR_WHEEL_COMMAND"]
+    assert not any(pattern in value for pattern in excluded_libraries() for value in env.values())
+    assert env["CIBW_BEFORE_TEST"] == (
+        "/opt/aiacc-build/bin/aiacc-build wheel common --release 1.5.0 --out /tmp/perseus-common"
+        " && pip install /tmp/perseus-common/perseus_common-1.5.0-py3-none-any.whl"
+    )
+    assert env["CIBW_BEFORE_BUILD"].startswith("pip install wheel 'scikit-build-core>=0.10' ninja torch==1.7.1+cu110")
     assert env["CIBW_TEST_COMMAND"].startswith(
         "pip install torch==1.7.1+cu110 --find-links https://download.pytorch.org/whl/torch_stable.html && "
     )
-    # the wheel's own self-test, as the local build and the install script run it
-    assert env["CIBW_TEST_COMMAND"].endswith("&& python -m perseus.torch._selftest 1.5.0 1.7.1")
+    # the wheel's own self-test, with the arguments the local build's post-build test uses
+    assert env["CIBW_TEST_COMMAND"].endswith(
+        "&& /opt/aiacc-build/bin/aiacc-build wheel selftest --release 1.5.0 --framework torch --framework-version 1.7.1 --python python"
+    )
     builder = steps["Build the builder image perseus-builder:manylinux2014-cuda11.0-x86_64"]
     assert "builder-manylinux2014-cuda11_0-x86_64" in builder["run"]
 
 
-def test_aarch64_jobs_run_on_arm_and_same_tag_repair_needs_no_retag():
+def test_aarch64_jobs_run_on_arm():
     jobs = _workflow(MODERN, modern_cells())["jobs"]
     arm = jobs["torch-2_13_0-cuda130-aarch64"]
     assert arm["runs-on"] == "ubuntu-24.04-arm"
     env = next(s for s in arm["steps"] if s.get("name") == "Build, repair and test")["env"]
     assert env["CIBW_MANYLINUX_AARCH64_IMAGE"] == "perseus-builder:manylinux_2_28-cuda13.0-aarch64"
-    assert env["CIBW_REPAIR_WHEEL_COMMAND"].endswith("-w {dest_dir} {wheel}")
+    assert "--cuda 13.0 " in env["CIBW_REPAIR_WHEEL_COMMAND"]
+
+
+def test_perseus_common_job_builds_the_release_version_with_the_tool():
+    job = _workflow(MODERN, modern_cells())["jobs"]["perseus-common"]
+    runs = "\n".join(s.get("run", "") for s in job["steps"])
+    assert "aiacc-build wheel common --release 2.0.0 --out mirror" in runs
+    assert "native/runtime" not in runs  # never the checkout's own build, whose version is not the release's
 
 
 def test_index_job_expects_every_wheel_path_of_a_job():

@@ -11,7 +11,15 @@ import pkgutil
 # package; in a development checkout they live in different directories, which this joins.
 __path__ = pkgutil.extend_path(__path__, __name__)
 
-__version__ = "1.5.0"
+try:  # written at build time: the release this perseus-common was built for (setup.py)
+    from ._version import __version__
+except ImportError:  # a source checkout on sys.path, never built
+    try:
+        from importlib import metadata as _metadata
+
+        __version__ = _metadata.version("perseus-common")
+    except Exception:  # Python 3.6/3.7, or nothing installed
+        __version__ = "unknown"
 
 
 def _install_runtime_hooks() -> None:

@@ -31,7 +31,8 @@ from .findings import WARNING, CheckReport, Finding
 COMMON_JOB = "perseus-common"
 INDEX_JOB = "index"
 INSTALL_CHECK_JOB = "install-check"
-_PIN = re.compile(r"cibuildwheel==([0-9][0-9A-Za-z.+!-]*)")
+# `pip install cibuildwheel==X` or the tool's own `aiacc-build ci install-cibuildwheel X`
+_PIN = re.compile(r"(?:cibuildwheel==|install-cibuildwheel )([0-9][0-9A-Za-z.+!-]*)")
 _PLATFORMS = {"x86_64": "linux/amd64", "aarch64": "linux/arm64"}
 
 
@@ -109,6 +110,9 @@ class ReleaseCiChecker:
             self.fail("missing-job", job_id, "the release's Caffe artifacts of this platform have no CI job")
         for job_id in sorted(set(groups) - set(jobs)):
             self.fail("missing-job", job_id, f"cells {', '.join(c.key for c in groups[job_id].cells)} have no CI job")
+        common_runs = "\n".join(str(s.get("run", "")) for s in (jobs.get(COMMON_JOB) or {}).get("steps", []))
+        if f"aiacc-build wheel common --release {self.info.version} " not in common_runs:
+            self.fail("tool-step", COMMON_JOB, f"the {COMMON_JOB} job must build it with `aiacc-build wheel common --release {self.info.version}`")
         for job_id, job in jobs.items():
             if job_id in (COMMON_JOB, INDEX_JOB) or job_id in caffe:
                 continue
@@ -145,6 +149,20 @@ class ReleaseCiChecker:
             return
         self._selector(job_id, group, step)
         self._builder(job_id, job, group, step, bake)
+        self._tool_steps(job_id, step)
+
+    def _tool_steps(self, job_id: str, step: BuildStep) -> None:
+        """Repair, perseus-common and the self-test are the build tool's own steps (one implementation
+        with the local build), for this release: never a shell copy such as a second exclusion list."""
+        version = self.info.version
+        wanted = {
+            "CIBW_REPAIR_WHEEL_COMMAND": f"aiacc-build wheel repair --release {version} ",
+            "CIBW_BEFORE_TEST": f"aiacc-build wheel common --release {version} ",
+            "CIBW_TEST_COMMAND": f"aiacc-build wheel selftest --release {version} ",
+        }
+        for key, command in wanted.items():
+            if command not in step.env.get(key, ""):
+                self.fail("tool-step", job_id, f"{key} must run `{command.strip()} ...` (it is {step.env.get(key, '')!r})")
 
     def _selector(self, job_id: str, group: CellGroup, step: BuildStep) -> None:
         package = self.repo_root / step.package_dir

@@ -92,6 +92,15 @@ def _install_relaxing_unavailable(python: Path, version: str, work: Path, first_
     raise ConfigurationError(f"cannot install cibuildwheel {version} and its dependencies: {error.strip()[-600:]}")
 
 
+def install_into(python: Path, version: str, work: Path) -> list[str]:
+    """Install cibuildwheel `version` into `python`'s environment (the CI job's Python, or the cached venv);
+    returns the notes of pins relaxed because the reachable index lacks them (never in CI)."""
+    result = _pip(python, f"cibuildwheel=={version}")
+    if result.returncode == 0:
+        return []
+    return _install_relaxing_unavailable(python, version, work, result.stderr)
+
+
 def ensure_cibuildwheel(version: str, cache_dir: Path = CACHE_DIR) -> CibuildwheelEnv:
     """The venv of cibuildwheel `version`, made on first use (a PyPI download)."""
     venv = cache_dir / version
@@ -107,10 +116,7 @@ def ensure_cibuildwheel(version: str, cache_dir: Path = CACHE_DIR) -> Cibuildwhe
             shutil.rmtree(venv)
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True)
         python = venv / "bin" / "python"
-        notes: list[str] = []
-        result = _pip(python, f"cibuildwheel=={version}")
-        if result.returncode != 0:
-            notes = _install_relaxing_unavailable(python, version, building, result.stderr)
+        notes = install_into(python, version, building)
         check = subprocess.run([str(python), "-c", "import cibuildwheel; print(cibuildwheel.__version__)"], capture_output=True, text=True)
         if check.returncode != 0 or check.stdout.strip() != version:
             raise ConfigurationError(f"cibuildwheel {version} installed into {venv} does not run: {check.stdout}{check.stderr}")

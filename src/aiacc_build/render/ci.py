@@ -14,7 +14,9 @@ from pathlib import Path
 from packaging.version import Version
 
 from .. import naming
-from ..adapters import adapter_for, excluded_libraries
+from ..adapters import adapter_for
+from ..wheels.binding import read_binding_spec
+from ..paths import NATIVE_DIR
 from ..model import Arch, CellGroup, Cell, ReleaseInfo, group_cells
 from . import pip
 from .output import RenderedFile
@@ -53,20 +55,36 @@ class CiJob:
     wheel_paths: tuple[str, ...]
 
 
+# The build tool inside the builder image (cibuildwheel's before_all installs it from the checkout):
+# every manylinux image has CPython 3.11, the oldest the tool runs on; the cell's own Python may be older.
+CONTAINER_TOOL_PYTHON = "/opt/python/cp311-cp311/bin/python"
+CONTAINER_TOOL = "/opt/aiacc-build/bin/aiacc-build"
+CONTAINER_COMMON_DIR = "/tmp/perseus-common"
+
+
+def install_tool_command() -> str:
+    return f"{CONTAINER_TOOL_PYTHON} -m venv /opt/aiacc-build && /opt/aiacc-build/bin/pip install -e {{project}}"
+
+
 def repair_command(group: CellGroup) -> str:
-    cell = group.cells[0]
-    excludes = " ".join(f"--exclude {shlex.quote(e)}" for e in excluded_libraries())
-    published = cell.release.wheel_tags.platform[cell.framework].format(arch=cell.arch.value)
-    repaired = cell.release.wheel_tags.repair_platform[cell.framework].format(arch=cell.arch.value)
-    if published == repaired:
-        return f"auditwheel repair {excludes} -w {{dest_dir}} {{wheel}}"
-    # The release publishes another platform tag than auditwheel gives: re-tag back so the names match.
+    """`aiacc-build wheel repair`: auditwheel with the exclusion list, then the re-tag, as the local build."""
+    release = shlex.quote(group.release_version)
+    cuda = shlex.quote(group.cuda or "cpu")
+    return f"{CONTAINER_TOOL} wheel repair --release {release} --cuda {cuda} --framework-python python --dest {{dest_dir}} {{wheel}}"
+
+
+def common_install_command(group: CellGroup) -> str:
+    """The test environment gets the release's perseus-common, built by `aiacc-build wheel common`."""
+    wheel = naming.common_wheel_filename(group.release)
     return (
-        "rm -rf /tmp/perseus-repaired"
-        f" && auditwheel repair {excludes} -w /tmp/perseus-repaired {{wheel}}"
-        f" && python -m wheel tags --remove --platform-tag {published} /tmp/perseus-repaired/*.whl"
-        " && mv /tmp/perseus-repaired/*.whl {dest_dir}"
+        f"{CONTAINER_TOOL} wheel common --release {shlex.quote(group.release_version)} --out {CONTAINER_COMMON_DIR}"
+        f" && pip install {CONTAINER_COMMON_DIR}/{wheel}"
     )
+
+
+def build_requirements(group: CellGroup) -> tuple[str, ...]:
+    """The binding's [build-system] requires: cibuildwheel builds without isolation, next to the framework."""
+    return read_binding_spec(adapter_for(group.framework).binding_dir(NATIVE_DIR)).build_requires
 
 
 def _same_build(group: CellGroup) -> Cell:
@@ -97,9 +115,10 @@ def ci_job(group: CellGroup) -> CiJob:
         image_var: builder_tag,
         "CIBW_BUILD_FRONTEND": "pip; args: --no-build-isolation",
         "CIBW_ENVIRONMENT": " ".join(f"{k}={shlex.quote(v)}" for k, v in env_vars.items()),
-        "CIBW_BEFORE_BUILD": f"pip install wheel {framework_args}",
+        "CIBW_BEFORE_ALL": install_tool_command(),
+        "CIBW_BEFORE_BUILD": f"pip install wheel {' '.join(shlex.quote(r) for r in build_requirements(group))} {framework_args}",
         "CIBW_REPAIR_WHEEL_COMMAND": repair_command(group),
-        "CIBW_BEFORE_TEST": "pip install {project}/native/runtime",
+        "CIBW_BEFORE_TEST": common_install_command(group),
         "CIBW_TEST_COMMAND": f"pip install {framework_args} && {selftest_command(group)}",
     }
     accel = "CPU" if group.cuda is None else f"CUDA {group.cuda}"
@@ -119,9 +138,13 @@ def ci_job(group: CellGroup) -> CiJob:
 
 
 def selftest_command(group: CellGroup) -> str:
-    """The wheel's own self-test, as the local build and the install script run it."""
-    module = adapter_for(group.framework).selftest_module
-    return f"python -m {module} {shlex.quote(group.release_version)} {shlex.quote(group.framework_version)}"
+    """`aiacc-build wheel selftest`: the wheel's own self-test in the test environment (`python` on PATH),
+    the arguments the local build's post-build test uses."""
+    fw = group.framework.value
+    return (
+        f"{CONTAINER_TOOL} wheel selftest --release {shlex.quote(group.release_version)} --framework {fw}"
+        f" --framework-version {shlex.quote(group.framework_version)} --python python"
+    )
 
 
 def not_built(group: CellGroup) -> NotBuilt | None:

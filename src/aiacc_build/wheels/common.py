@@ -1,19 +1,18 @@
 """perseus-common: the pure-Python runtime, built once per release with version = the release.
 
-The source keeps one version in native/runtime/pyproject.toml; a release's wheel is built from a
-staged copy whose [project].version (and the `__version__` literal, when the package has one) say
-the release, so every framework wheel's `perseus-common==<release>` requirement is met by it.
+native/runtime takes its version from PERSEUS_RELEASE at build time (its setup.py), so a release's
+wheel is built from a copy of the source (the build leaves nothing in the checkout) with that
+variable set; every framework wheel's `perseus-common==<release>` requirement is met by it. The CI
+workflow builds it with the same function (`aiacc-build wheel common`).
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import sys
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-
-import tomllib
 
 from ..model import ReleaseInfo
 from ..naming import common_wheel_filename
@@ -35,21 +34,9 @@ class CommonWheel:
     reused: bool
 
 
-def stage_runtime(source: Path, dest: Path, version: str) -> None:
-    """Copy the runtime source to `dest` with its version set to `version`."""
-    shutil.copytree(source, dest, ignore=shutil.ignore_patterns(*IGNORED_DIRS, "*.egg-info", "*.pyc"))
-    pyproject = dest / "pyproject.toml"
-    text = pyproject.read_text()
-    current = tomllib.loads(text).get("project", {}).get("version")
-    if current is None:
-        raise ValueError(f"{source / 'pyproject.toml'} has no static [project].version to set")
-    text, count = re.subn(rf'(?m)^version\s*=\s*"{re.escape(current)}"', f'version = "{version}"', text, count=1)
-    if count != 1 or tomllib.loads(text)["project"]["version"] != version:
-        raise ValueError(f"could not set the version in {source / 'pyproject.toml'}")
-    pyproject.write_text(text)
-    init = dest / "perseus" / "__init__.py"
-    if init.is_file():
-        init.write_text(re.sub(r'(?m)^__version__\s*=\s*"[^"]*"', f'__version__ = "{version}"', init.read_text()))
+def stage_runtime(source: Path, dest: Path) -> None:
+    """Copy the runtime source to `dest`, without build outputs."""
+    shutil.copytree(source, dest, ignore=shutil.ignore_patterns(*IGNORED_DIRS, "build", "*.egg-info", "*.pyc"))
 
 
 def build_common(release: ReleaseInfo, cache: BuildCache, source: Path = RUNTIME_DIR) -> CommonWheel:
@@ -63,15 +50,24 @@ def build_common(release: ReleaseInfo, cache: BuildCache, source: Path = RUNTIME
 
     def make(path: Path, meta: dict[str, object]) -> None:
         staged = path / "src"
-        stage_runtime(source, staged, release.version)
-        run_uv(["build", "--quiet", "--wheel", "--python", sys.executable, "--out-dir", str(path), str(staged)], cache)
+        stage_runtime(source, staged)
+        run_uv(
+            ["build", "--quiet", "--wheel", "--python", sys.executable, "--out-dir", str(path), str(staged)],
+            cache,
+            extra_env={"PERSEUS_RELEASE": release.version},
+        )
         shutil.rmtree(staged)
         built = list(path.glob("*.whl"))
         if [w.name for w in built] != [expected]:
             raise BuildError(f"perseus-common build produced {[w.name for w in built]}, expected {expected}")
         info = read_wheel(built[0])
-        if info.version != release.version:
-            raise BuildError(f"perseus-common wheel says version {info.version}, expected {release.version}")
+        with zipfile.ZipFile(built[0]) as wheel:
+            written = wheel.read("perseus/_version.py").decode() if "perseus/_version.py" in wheel.namelist() else ""
+        if info.version != release.version or f'__version__ = "{release.version}"' not in written:
+            raise BuildError(
+                f"perseus-common wheel says version {info.version} (perseus/_version.py: {written.strip() or 'missing'}), "
+                f"expected {release.version}: native/runtime/setup.py must take it from PERSEUS_RELEASE"
+            )
         meta["sha256"] = file_sha256(built[0])
 
     entry = cache.ensure("common", inputs, make)

@@ -18,13 +18,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..adapters import adapter_for
 from ..model import Cell
 from .cache import BuildCache
 from .common import CommonWheel
 from .envs import create_venv, framework_requirements, install, uv_version
 from .frameworks import FrameworkArtifact
 from ..hashing import inputs_key
+from .steps import selftest_args
 from .toolchain import Interpreter
 from ..errors import BuildError
 
@@ -56,7 +56,7 @@ def combined(results: list[SmokeResult]) -> SmokeResult:
 
 def selftest_command(cell: Cell) -> list[str]:
     """The arguments after the interpreter: `-m perseus.torch._selftest <release> <framework version>`."""
-    return ["-m", adapter_for(cell.framework).selftest_module, cell.release_version, cell.framework_version]
+    return selftest_args(cell)
 
 
 def smoke_test(

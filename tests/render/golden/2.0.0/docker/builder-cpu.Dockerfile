@@ -6,5 +6,12 @@
 ARG MANYLINUX_IMAGE
 FROM ${MANYLINUX_IMAGE}
 RUN ls -d /opt/python/cp3*-cp3*
+# Gloo, the transport of the engine the TensorFlow and MXNet bindings link, built by the project's
+# recipe (recipes/gloo/build.sh) from Debian's gloo source tarballs that the CI job fetched into
+# docker/gloo/sources beside the recipe: the image needs no apt. The bindings' configure step runs the
+# same recipe, which finds this build in GLOO_CACHE_DIR.
+COPY docker/gloo/ /opt/perseus-gloo/
+RUN GLOO_CACHE_DIR=/opt/perseus-gloo bash /opt/perseus-gloo/build.sh
+ENV GLOO_CACHE_DIR=/opt/perseus-gloo
 LABEL perseus.release="2.0.0" \
       perseus.role="cibuildwheel builder"
