@@ -6,7 +6,6 @@ release's version and the install-check job installs from the index job's mirror
 from __future__ import annotations
 
 import json
-import os
 import zipfile
 
 import pytest
@@ -14,7 +13,7 @@ import pytest
 from aiacc_build.cli import main
 from aiacc_build.matrix import load_release
 
-pytestmark = pytest.mark.skipif(os.environ.get("AIACC_OPTIN") != "1", reason="opt-in (AIACC_OPTIN=1): runs the CI workflow in containers")
+pytestmark = pytest.mark.optin("runs the CI workflow in containers")
 
 LOCAL_JOB = "torch-2_13_0-cpu-x86_64"
 
