@@ -92,11 +92,16 @@ caffe_full() {  # opt-in: `aiacc-build caffe build` (its Debian deps by apt_inst
   "$VENV/bin/aiacc-build" caffe build
 }
 
+dev_release() {  # the newest release: the version of the dev venv's perseus-common and bindings, as of the built wheels
+  "$VENV/bin/python" -c 'from aiacc_build.matrix.loader import default_release; print(default_release())'
+}
 torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_torch binding into .venv
   "$VENV/bin/python" -m pip install -q torch==2.13.0 numpy scikit-build-core ninja
-  "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"
+  local release  # one release with the TF/MXNet wheels of build-local-cell
+  release="$(dev_release)"
+  PERSEUS_RELEASE="$release" "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"
   gloo_recipe  # the binding links the engine, and Gloo with it (cached after the first build)
-  CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation \
+  PERSEUS_RELEASE="$release" CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation \
     -C "build-dir=$REPO_ROOT/native/build-torch" \
     -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \
     "$REPO_ROOT/native/bindings/torch"

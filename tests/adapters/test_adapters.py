@@ -92,12 +92,15 @@ def test_the_runtime_table_is_generated_from_the_adapters():
     assert [row["name"] for row in namespace["FRAMEWORKS"]] == list(adapters.names())
 
 
-def test_a_throwaway_adapter_reaches_plan_render_and_support_with_no_other_edit(toy, tmp_path):
+def test_a_throwaway_adapter_reaches_plan_render_and_support_with_no_other_edit(toy, tmp_path, monkeypatch):
     cell = _toy_cell()
     # plan: a binding folder and the exact framework file on disk make it buildable here
     native = tmp_path / "native"
     (native / "bindings" / "toyfw").mkdir(parents=True)
-    (native / "bindings" / "toyfw" / "pyproject.toml").write_text("[project]\nname='perseus_toyfw'\n")
+    (native / "bindings" / "toyfw" / "pyproject.toml").write_text(
+        "[build-system]\nrequires = ['scikit-build-core>=0.10', 'toyfw-build-helper']\n"
+        "build-backend = 'scikit_build_core.build'\n[project]\nname='perseus_toyfw'\n")
+    monkeypatch.setattr("aiacc_build.render.ci.NATIVE_DIR", native)  # CI jobs install the binding's build requires
     wheels = tmp_path / "wheels"
     wheels.mkdir()
     (wheels / "toyfw-1.0.0-py3-none-any.whl").write_bytes(b"")
@@ -118,8 +121,12 @@ def test_a_throwaway_adapter_reaches_plan_render_and_support_with_no_other_edit(
     job = workflow["jobs"]["toyfw-1_0_0-cpu-x86_64"]
     build = next(s for s in job["steps"] if s.get("name") == "Build, repair and test")
     assert build["run"].endswith("native/bindings/toyfw")
-    assert "--exclude 'libtoyfw*'" in build["env"]["CIBW_REPAIR_WHEEL_COMMAND"]
-    assert build["env"]["CIBW_TEST_COMMAND"].endswith("python -m perseus.toyfw._selftest 9.9.0 1.0.0")
+    # repair is the tool's own step, whose exclusion list is adapters.excluded_libraries() (libtoyfw* included)
+    assert "aiacc-build wheel repair" in build["env"]["CIBW_REPAIR_WHEEL_COMMAND"]
+    assert "libtoyfw*" in adapters.excluded_libraries()
+    assert "toyfw-build-helper" in build["env"]["CIBW_BEFORE_BUILD"]
+    assert build["env"]["CIBW_TEST_COMMAND"].endswith(
+        "wheel selftest --release 9.9.0 --framework toyfw --framework-version 1.0.0 --python python")
     # install script: the cell, the --framework spelling and the detection row
     script = files[naming.INSTALL_SCRIPT_NAME]
     assert f"toyfw 1.0.0 cpu any x86_64 {wheel}\n" in script

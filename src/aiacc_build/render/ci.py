@@ -69,7 +69,7 @@ def install_tool_command() -> str:
 def repair_command(group: CellGroup) -> str:
     """`aiacc-build wheel repair`: auditwheel with the exclusion list, then the re-tag, as the local build."""
     release = shlex.quote(group.release_version)
-    cuda = shlex.quote(group.cuda or "cpu")
+    cuda = shlex.quote(naming.cuda_or_cpu(group.cuda))
     return f"{CONTAINER_TOOL} wheel repair --release {release} --cuda {cuda} --framework-python python --dest {{dest_dir}} {{wheel}}"
 
 

@@ -16,7 +16,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from ..adapters import adapter_for
 from ..errors import ConfigurationError, UnsupportedCellError
 from ..model import Cell
-from ..naming import wheel_filename
+from ..naming import wheel_filename, wheel_version
 
 
 def cell_for_wheel(cells: tuple[Cell, ...] | list[Cell], wheel_name: str, cuda: str) -> Cell:
@@ -33,7 +33,7 @@ def cell_for_wheel(cells: tuple[Cell, ...] | list[Cell], wheel_name: str, cuda: 
     candidates = [
         c for c in cells
         if adapter_for(c.framework).binding_distribution == name.replace("-", "_")
-        and f"{c.release_version}+{c.framework_version}" == str(version)
+        and wheel_version(c) == str(version)
         and c.cuda == want_cuda
     ]
     for cell in candidates:
