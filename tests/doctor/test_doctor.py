@@ -1,5 +1,6 @@
 """`perseus doctor`: the report, the sources of the launch numbers, and a non-zero exit on a mismatch."""
 
+import importlib.metadata
 import json
 import sys
 
@@ -78,7 +79,8 @@ def test_mismatched_perseus_torch_fails_with_what_to_install(tmp_path):
     assert "torch 1.7.1 (built) vs {} (installed)".format(torch.__version__) in what
     assert "CUDA 11.0 (built)" in what and "pre-cxx11 ABI (built) vs cxx11 ABI (torch)" in what
     assert "Python cp36 (built) vs cp{}{} (running)".format(*sys.version_info[:2]) in what
-    assert "perseus_torch 1.5.0+{}".format(torch.__version__.split("+")[0]) in fix and "install_AIACC-Training.sh" in fix
+    common = importlib.metadata.version("perseus-common")  # doctor advises the wheel of perseus-common's release
+    assert "perseus_torch {}+{}".format(common, torch.__version__.split("+")[0]) in fix and "install_AIACC-Training.sh" in fix
     # The text report, under a launcher this time: each number with the variable that gave it.
     launcher = {"OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2", "OMPI_COMM_WORLD_LOCAL_RANK": "1",
                 "OMPI_COMM_WORLD_LOCAL_SIZE": "2", "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}

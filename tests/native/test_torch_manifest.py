@@ -84,7 +84,7 @@ def load_in_fresh_process(directory):
 
 def test_a_wheel_built_for_another_torch_refuses_to_load_and_says_which_to_install(torch, tmp_path):
     def built_for_171(manifest):
-        manifest.update(version="1.5.0+1.7.1", torch_version="1.7.1+cu110", torch_cuda="11.0", cxx11_abi=False,
+        manifest.update(version="1.5.0+1.7.1", release="1.5.0", torch_version="1.7.1+cu110", torch_cuda="11.0", cxx11_abi=False,
                         python_tag="cp36")
 
     result = load_in_fresh_process(copy_package(tmp_path, built_for_171))

@@ -5,5 +5,5 @@
 # installs it: an editable perseus beside an installed perseus/torch would be shadowed) in .venv.
 source "$(dirname "${BASH_SOURCE[0]}")/../../dev/lib.sh"
 apt_install openmpi-bin openssh-server openssh-client iproute2 procps
-"$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"
+PERSEUS_RELEASE="$(dev_release)" "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"  # the release of the built wheels
 "$VENV/bin/python" -m pip install -q "torch==2.13.0" "psutil>=5"
