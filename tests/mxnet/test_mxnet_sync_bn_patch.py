@@ -78,6 +78,41 @@ def test_the_patch_adds_the_operator_and_its_build_glue(patch_files):
         assert not re.search(r'#include "\.\./', source), name
 
 
+def added_block(path, start, end, ends=1):
+    """The lines the patch adds to upstream `path`, from the one starting with `start` through the `ends`-th line
+    equal to `end` after it, '+' removed."""
+    section = PATCH.read_text().split("diff --git a/{0} b/{0}".format(path))[1].split("diff --git")[0]
+    added = [line[1:] for line in section.splitlines() if line.startswith("+") and not line.startswith("+++")]
+    first = next(i for i, line in enumerate(added) if line.startswith(start))
+    last = [i for i in range(first + 1, len(added)) if added[i] == end][ends - 1]
+    return added[first:last + 1]
+
+
+def test_the_build_glue_needs_the_engine_header(tmp_path):
+    """The patch's CMake and make blocks, run in a stand-in project: the header's folder and the define with
+    USE_PERSEUS; without the header, a stop naming the option."""
+    include = REPO_ROOT / "native" / "engine" / "include"
+    (tmp_path / "a.cc").write_text("#include <perseus/engine.h>\nint f() { return PERSEUS_ENGINE_ABI_VERSION + MXNET_USE_PERSEUS; }\n")
+    option = [line for line in added_block("CMakeLists.txt", "option(USE_PERSEUS", "endif()") if line.startswith("option(")]
+    block = added_block("CMakeLists.txt", "if(USE_PERSEUS)", "endif()")
+    (tmp_path / "CMakeLists.txt").write_text("\n".join(["cmake_minimum_required(VERSION 3.13)", "project(stand_in CXX)",
+                                                         *option, "add_library(mxnet SHARED a.cc)", *block]) + "\n")
+    ok = run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "on"), "-DUSE_PERSEUS=ON",
+              "-DPERSEUS_INCLUDE_DIR=" + str(include)])
+    assert ok.returncode == 0, ok.stdout
+    built = run(["cmake", "--build", str(tmp_path / "on")])
+    assert built.returncode == 0, built.stdout  # the header found and MXNET_USE_PERSEUS defined
+    missing = run(["cmake", "-S", str(tmp_path), "-B", str(tmp_path / "none"), "-DUSE_PERSEUS=ON"])
+    assert missing.returncode != 0 and "set -DPERSEUS_INCLUDE_DIR" in " ".join(missing.stdout.split()), missing.stdout
+    make_block = added_block("Makefile", "ifeq ($(USE_PERSEUS), 1)", "endif", ends=2)  # an ifeq inside an ifeq
+    (tmp_path / "Makefile").write_text("\n".join(make_block) + "\nall:\n\t@echo CFLAGS=$(CFLAGS) LDFLAGS=$(LDFLAGS)\n")
+    made = run(["make", "-s", "-C", str(tmp_path), "USE_PERSEUS=1", "PERSEUS_INCLUDE_DIR=" + str(include)])
+    assert made.returncode == 0 and "-DMXNET_USE_PERSEUS=1 -isystem {}".format(include) in made.stdout, made.stdout
+    refused = run(["make", "-s", "-C", str(tmp_path), "USE_PERSEUS=1", "PERSEUS_INCLUDE_DIR=" + str(tmp_path)])
+    assert refused.returncode != 0 and "no perseus/engine.h under PERSEUS_INCLUDE_DIR" in refused.stdout
+    assert "MXNET_USE_PERSEUS" not in run(["make", "-s", "-C", str(tmp_path)]).stdout  # off by default
+
+
 def test_translation_units_compile_against_the_wheel_headers(patch_files, wheel, tmp_path):
     objects = {}
     for name in ("perseus_sync_batch_norm.cc", "perseus_sync_batch_norm_comm.cc"):
