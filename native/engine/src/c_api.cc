@@ -2,6 +2,7 @@
 #include <cstring>
 #include <string>
 
+#include "c_api_hooks.h"
 #include "downsample.h"
 #include "engine.h"
 #include "tcp_store.h"
@@ -84,7 +85,8 @@ void check_engine(perseus_engine* e) { need(e, "engine"); }
 
 extern "C" {
 
-int perseus_engine_abi_version(void) { return PERSEUS_ENGINE_ABI_VERSION; }
+// from c_api_device*.cc: the reference links the device entry points into every library built with this file
+int perseus_engine_abi_version(void) { return perseus::engine::c_api::abi_version_with_device_entry_points(); }
 
 const char* perseus_engine_last_error(void) { return g_last_error.c_str(); }
 
@@ -334,3 +336,15 @@ perseus_engine_status perseus_engine_wire_bytes(perseus_engine* engine, const ch
 }
 
 }  // extern "C"
+
+// ---- hooks for the device-buffer entry points (c_api_device.cc) ---------------------------------
+namespace perseus::engine::c_api {
+perseus_engine_status run_guarded(const std::function<void()>& f) { return guarded(f); }
+Engine& engine_of(perseus_engine* e) {
+  check_engine(e);
+  return e->engine;
+}
+Request request(const char* name, Kind kind, int dtype, int ndim, const int64_t* shape) {
+  return make_request(name, kind, dtype, ndim, shape);
+}
+}  // namespace perseus::engine::c_api
