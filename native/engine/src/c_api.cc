@@ -2,7 +2,7 @@
 #include <cstring>
 #include <string>
 
-#include "c_api_hooks.h"
+#include "device_api.h"
 #include "downsample.h"
 #include "engine.h"
 #include "tcp_store.h"
@@ -85,8 +85,7 @@ void check_engine(perseus_engine* e) { need(e, "engine"); }
 
 extern "C" {
 
-// from c_api_device*.cc: the reference links the device entry points into every library built with this file
-int perseus_engine_abi_version(void) { return perseus::engine::c_api::abi_version_with_device_entry_points(); }
+int perseus_engine_abi_version(void) { return PERSEUS_ENGINE_ABI_VERSION; }
 
 const char* perseus_engine_last_error(void) { return g_last_error.c_str(); }
 
@@ -335,16 +334,43 @@ perseus_engine_status perseus_engine_wire_bytes(perseus_engine* engine, const ch
   });
 }
 
-}  // extern "C"
+// ---- device buffers (CUDA): device_api.h ---------------------------------------------------------
 
-// ---- hooks for the device-buffer entry points (c_api_device.cc) ---------------------------------
-namespace perseus::engine::c_api {
-perseus_engine_status run_guarded(const std::function<void()>& f) { return guarded(f); }
-Engine& engine_of(perseus_engine* e) {
-  check_engine(e);
-  return e->engine;
+perseus_engine_status perseus_engine_allreduce_device(perseus_engine* engine, const char* name, void* device_buffer,
+                                                      perseus_engine_dtype dtype, int ndim, const int64_t* shape,
+                                                      perseus_engine_reduce_op op, int device,
+                                                      perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    Request r = make_request(name, Kind::kAllreduce, dtype, ndim, shape);
+    *handle = perseus::engine::device_api::allreduce(engine->engine, std::move(r), device_buffer, op, device);
+  });
 }
-Request request(const char* name, Kind kind, int dtype, int ndim, const int64_t* shape) {
-  return make_request(name, kind, dtype, ndim, shape);
+
+perseus_engine_status perseus_engine_broadcast_device(perseus_engine* engine, const char* name, void* device_buffer,
+                                                      perseus_engine_dtype dtype, int ndim, const int64_t* shape,
+                                                      int root, int device, perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    Request r = make_request(name, Kind::kBroadcast, dtype, ndim, shape);
+    *handle = perseus::engine::device_api::broadcast(engine->engine, std::move(r), device_buffer, root, device);
+  });
 }
-}  // namespace perseus::engine::c_api
+
+perseus_engine_status perseus_engine_device_report_get(perseus_engine_device_report* report) {
+  return guarded([&] {
+    need(report, "report");
+    perseus::engine::device_api::report(report);
+  });
+}
+
+perseus_engine_status perseus_engine_library_dir_add(const char* dir) {
+  return guarded([&] {
+    need(dir, "dir");
+    perseus::engine::device_api::add_library_dir(dir);
+  });
+}
+
+}  // extern "C"
