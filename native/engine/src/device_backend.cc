@@ -90,17 +90,10 @@ void host_average(void* data, uint64_t n, int dtype, int size) {
 
 }  // namespace
 
-DeviceBackend::DeviceBackend(TcpStore* store, int rank, int size, std::chrono::milliseconds timeout)
-    : store_(store), rank_(rank), size_(size), timeout_(timeout) {}
+DeviceBackend::DeviceBackend(std::unique_ptr<TcpStore> store, int rank, int size, std::chrono::milliseconds timeout)
+    : store_(std::move(store)), rank_(rank), size_(size), timeout_(timeout) {}
 
 DeviceBackend::~DeviceBackend() = default;
-
-std::string DeviceBackend::transports() {
-  std::lock_guard<std::mutex> lock(g_channels_mu);
-  std::string out;
-  for (auto& [key, ch] : channels_) out += (out.empty() ? "" : ",") + std::string(ch->nccl ? "nccl" : "gloo");
-  return out;
-}
 
 std::string DeviceBackend::decide(int device, Group& group, const std::string& key, std::string& why) {
   auto& rt = CudaRuntime::get();

@@ -15,11 +15,11 @@
 #include <utility>
 #include <vector>
 
+#include "tcp_store.h"
 #include "wire.h"
 
 namespace perseus::engine {
 
-class TcpStore;
 struct DeviceChannel;
 
 struct DeviceJob {
@@ -34,22 +34,20 @@ struct DeviceJob {
 
 class DeviceBackend {
  public:
-  // store: the engine's rendezvous store (null in a 1-rank job that serves none).
-  DeviceBackend(TcpStore* store, int rank, int size, std::chrono::milliseconds timeout);
+  // store: a client of the engine's rendezvous store (null in a 1-rank job that serves none).
+  DeviceBackend(std::unique_ptr<TcpStore> store, int rank, int size, std::chrono::milliseconds timeout);
   ~DeviceBackend();
 
   // Runs one collective on this stream's groups; returns non-finite results (nancheck) of an fp32
   // allreduce. Throws EngineError. `collectives` grows by the transport calls issued.
   uint64_t run(StreamGroups& groups, const WirePolicy& policy, const DeviceJob& job, bool nancheck,
                std::vector<uint16_t>& half, uint64_t& collectives);
-  // "nccl" or "gloo" per channel created so far, for info and tests ("" if none).
-  std::string transports();
 
  private:
   DeviceChannel& channel(int device, Group& group);
   std::string decide(int device, Group& group, const std::string& key, std::string& why);
 
-  TcpStore* store_;
+  std::unique_ptr<TcpStore> store_;
   int rank_, size_;
   std::chrono::milliseconds timeout_;
   std::map<std::pair<int, std::string>, std::unique_ptr<DeviceChannel>> channels_;

@@ -20,8 +20,11 @@ void Engine::run_device(Stream& s, const std::shared_ptr<Op>& op) {
     {
       std::lock_guard<std::mutex> lock(device_mu_);
       if (!device_backend_) {
-        device_backend_ = std::make_shared<DeviceBackend>(
-            store_.get(), options_.rank, options_.size, std::chrono::milliseconds(int64_t(options_.timeout_seconds) * 1000));
+        // its own connection to the store: its waits never hold up the negotiation thread's store calls
+        const auto timeout = std::chrono::milliseconds(int64_t(options_.timeout_seconds) * 1000);
+        std::unique_ptr<TcpStore> store;
+        if (store_) store = std::make_unique<TcpStore>(options_.master_addr, server_ ? server_->port() : options_.master_port, timeout);
+        device_backend_ = std::make_shared<DeviceBackend>(std::move(store), options_.rank, options_.size, timeout);
       }
       backend = device_backend_;
     }
