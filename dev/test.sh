@@ -6,6 +6,7 @@ cd "$REPO_ROOT"
 stage bootstrap bootstrap_tool
 stage gloo gloo_recipe
 stage native-core native_core_ctest
+stage engine-cuda-compile engine_cuda_compile
 stage caffe-library caffe_library
 [ "${AIACC_OPTIN:-}" != "1" ] || stage caffe-full caffe_full
 stage torch-binding torch_binding
