@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "errors.h"
+#include "perseus/variables.h"
 
 namespace perseus::engine {
 
@@ -12,7 +13,7 @@ CudaRuntime& CudaRuntime::get() {
 }
 
 CudaRuntime::CudaRuntime() {
-  lib_ = load_nvidia_library("PERSEUS_CUDART_LIBRARY", "cuda_runtime", {"libcudart.so.12", "libcudart.so.13"});
+  lib_ = load_nvidia_library(PERSEUS_ENV_CUDART_LIBRARY, "cuda_runtime", {"libcudart.so.12", "libcudart.so.13"});
   if (lib_.handle == nullptr) {
     std::string tried;
     for (const auto& t : lib_.tried) tried += (tried.empty() ? "" : "; ") + t;
