@@ -40,11 +40,14 @@ struct DeviceChannel {
   ~DeviceChannel() {
     auto& rt = CudaRuntime::get();
     if (!rt.available()) return;
+    int previous = -1;  // the destroying thread is the caller's (perseus_engine_destroy): keep its device
+    rt.GetDevice(&previous);
     rt.SetDevice(device);
     if (comm != nullptr) Nccl::get().CommDestroy(comm);
     if (scratch != nullptr) rt.Free(scratch);
     if (counter != nullptr) rt.Free(counter);
     if (stream != nullptr) rt.StreamDestroy(stream);
+    if (previous >= 0) rt.SetDevice(previous);
   }
 };
 
