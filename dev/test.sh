@@ -19,6 +19,4 @@ stage tensorflow-binding tensorflow_binding
 stage mxnet-binding bash dev/mxnet_env.sh
 stage launch-test-deps bash tests/run/install_test_deps.sh
 stage pytest "$VENV/bin/python" -m pytest "$@"
-# last: it needs the provisioned CUDA 12.4 toolkit (~1 GB from Debian once), so a mirror outage cannot hide the rest
-stage engine-cuda-compile engine_cuda_compile
 stage_summary
