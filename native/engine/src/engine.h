@@ -25,6 +25,8 @@
 
 namespace perseus::engine {
 
+class DeviceBackend;  // device_backend.h
+
 // One submitted collective.
 struct Op {
   Request request;
@@ -92,6 +94,7 @@ class Engine {
   void run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>>& ops,
                           const std::vector<Unit>& units, int reduce_op);
   void run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed);
+  void run_device(Stream& s, const std::shared_ptr<Op>& op);  // engine_device.cc: a CUDA device buffer
   std::vector<std::string> stalled();  // rank 0: pending longer than the timeout
   void apply_aborts(const std::vector<std::string>& names);
   void fail_pending(perseus_engine_status status, const std::string& message);
@@ -136,6 +139,8 @@ class Engine {
   std::string offline_abort_;  // guarded by mu_
   std::thread negotiator_;
   bool joined_ = false;
+  std::mutex device_mu_;
+  std::shared_ptr<DeviceBackend> device_backend_;  // made by the first device collective
 };
 
 }  // namespace perseus::engine
