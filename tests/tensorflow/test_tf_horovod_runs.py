@@ -15,7 +15,6 @@ from typing import Dict, List, Sequence
 import pytest
 
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
-PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
 TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")  # perseusrun's [R] or Open MPI's [J,R]
 
 
@@ -32,14 +31,18 @@ def free_ports(n: int) -> List[int]:
             s.close()
 
 
-def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args: Sequence[str] = ()) -> List[Dict]:
+def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args: Sequence[str] = (),
+            python: str = sys.executable) -> List[Dict]:
+    """The worker's REPORTs of a 2-rank job, launched by the perseusrun next to `python`."""
     master, store = free_ports(2)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_"))}
     env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "GLOO_TIMEOUT_SECONDS": "60",
                 "TF_CPP_MIN_LOG_LEVEL": "3"})
     env.update(extra_env or {})
-    proc = subprocess.run([PERSEUSRUN] + (["--mpi"] if mpi else []) + ["-np", "2", "--", sys.executable, str(WORKER), case, *args], env=env,
+    perseusrun = str(Path(python).with_name("perseusrun"))
+    command = [perseusrun] + (["--mpi"] if mpi else []) + ["-np", "2", "--", str(python), str(WORKER), case, *args]
+    proc = subprocess.run(command, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # anywhere in the output, with raw_decode: Open MPI's --tag-output can glue the ranks' lines together
