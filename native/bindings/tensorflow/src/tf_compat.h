@@ -5,7 +5,11 @@
 #include "tensorflow/core/framework/tensor.h"
 #include "tensorflow/core/framework/types.h"
 #include "tensorflow/core/lib/core/status.h"
-#include "tensorflow/core/public/version.h"
+
+// PERSEUS_TF_MAJOR / PERSEUS_TF_MINOR: the version built against, defined by CMakeLists.txt
+#if !defined(PERSEUS_TF_MAJOR) || !defined(PERSEUS_TF_MINOR)
+#error "PERSEUS_TF_MAJOR and PERSEUS_TF_MINOR must name the TensorFlow version built against"
+#endif
 
 namespace perseus_tf {
 
@@ -19,7 +23,7 @@ using TfString = ::tensorflow::EnumToDataType<::tensorflow::DT_STRING>::Type;
 inline void* buffer_of(const ::tensorflow::Tensor& t) { return const_cast<char*>(t.tensor_data().data()); }
 
 inline ::tensorflow::Status ok_status() {
-#if TF_MAJOR_VERSION < 2 || (TF_MAJOR_VERSION == 2 && TF_MINOR_VERSION < 10)
+#if PERSEUS_TF_MAJOR < 2 || (PERSEUS_TF_MAJOR == 2 && PERSEUS_TF_MINOR < 10)
   return ::tensorflow::Status::OK();  // OkStatus() arrived in 2.10; Status::OK() left in 2.13
 #else
   return ::tensorflow::OkStatus();
