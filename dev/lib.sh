@@ -126,8 +126,11 @@ built_wheel() {  # built_wheel DISTRIBUTION FRAMEWORK_VERSION: the wheel of $AIA
   return 0
 }
 
-tensorflow_binding() {  # tensorflow-cpu 2.21.0 + the perseus_tensorflow binding into .venv (next to torch)
+tensorflow_binding() {  # tensorflow-cpu 2.21.0 + tf_keras + the perseus_tensorflow binding into .venv (next to torch)
   "$VENV/bin/python" -m pip install -q tensorflow-cpu==2.21.0 scikit-build-core ninja
+  # Keras 2 for TF_USE_LEGACY_KERAS=1 (tests/tensorflow/test_tf_keras2.py); --no-deps: tf-keras requires the
+  # `tensorflow` distribution, which would install the full TensorFlow next to tensorflow-cpu
+  "$VENV/bin/python" -m pip install -q --no-deps tf-keras==2.21.0
   local wheel
   wheel="$(built_wheel perseus_tensorflow 2.21.0)"
   if [ -n "$wheel" ]; then  # built, repaired and tested by the build-local-cell stage: not compiled twice
