@@ -3,7 +3,10 @@
 Runs each variant N times under perseusrun (one job at a time, the variants taking turns, so that a run
 stopped early has even counts) and prints, per variant, the number of non-zero exits and the exit codes
 seen, after every round and at the end; the plain-torch variants (no `import perseus`) are printed beside
-the perseus ones. Not a test: it takes minutes.
+the perseus ones. A run also fails (code -2) when its ranks did not take the path the variant is about: the
+perseus variants must run on the native engine, joined to the store perseusrun serves, with perseus's
+completion thread (DDP's hook) in use; the plain ones must never load perseus. A hang is code -1.
+Not a test: it takes minutes.
 
     .venv/bin/python bench/exit_soak.py [--runs 100] [--variants ddp-perseus-destroy,...] [--json]
 """
@@ -21,6 +24,15 @@ from typing import Dict, List
 REPO_ROOT = Path(__file__).resolve().parents[1]
 WORKER = str(Path(__file__).resolve().with_name("exit_worker.py"))
 SOURCES = [REPO_ROOT / "native" / "runtime", REPO_ROOT / "native" / "bindings" / "torch"]
+ENGINE_PATH = "path: engine rank {}/2 store perseusrun completions {}"
+EXPECTED_PATHS: Dict[str, List[str]] = {
+    "ddp-perseus-destroy": [ENGINE_PATH.format(r, "ran") for r in range(2)],
+    "ddp-perseus-no-destroy": [ENGINE_PATH.format(r, "ran") for r in range(2)],
+    "hvd-no-shutdown": [ENGINE_PATH.format(r, "idle") for r in range(2)],
+    "ddp-plain-destroy": ["path: plain torch"] * 2,
+    "ddp-plain-no-destroy": ["path: plain torch"] * 2,
+}
+WRONG_PATH = -2
 VARIANTS: Dict[str, List[str]] = {
     "ddp-perseus-destroy": ["ddp", "--perseus", "--destroy"],
     "ddp-perseus-no-destroy": ["ddp", "--perseus"],
@@ -30,7 +42,8 @@ VARIANTS: Dict[str, List[str]] = {
 }
 
 
-def run_once(argv: List[str], timeout: float) -> int:
+def run_once(variant: str, timeout: float) -> int:
+    argv = VARIANTS[variant]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(str(p) for p in SOURCES), OMP_NUM_THREADS="1")
     perseusrun = [sys.executable, "-m", "perseus.run", "-np", "2", sys.executable, WORKER] + argv
     try:
@@ -38,9 +51,13 @@ def run_once(argv: List[str], timeout: float) -> int:
                               universal_newlines=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return -1  # reported as a hang
-    if done.returncode != 0:
-        sys.stderr.write("--- exit {} ---\n{}\n".format(done.returncode, done.stdout[-2000:]))
-    return done.returncode
+    code = done.returncode
+    paths = sorted(line[line.index("path: "):].strip() for line in done.stdout.splitlines() if "path: " in line)
+    if code == 0 and paths != sorted(EXPECTED_PATHS[variant]):
+        code = WRONG_PATH
+    if code != 0:
+        sys.stderr.write("--- {} exit {} ---\n{}\n".format(variant, code, done.stdout[-2000:]))
+    return code
 
 
 def _failed(codes: "collections.Counter[int]") -> int:
@@ -63,7 +80,7 @@ def main() -> int:
     for round_number in range(1, args.runs + 1):
         for variant in chosen:
             started = time.monotonic()
-            codes[variant][run_once(VARIANTS[variant], args.timeout)] += 1
+            codes[variant][run_once(variant, args.timeout)] += 1
             seconds[variant] += time.monotonic() - started
         print("after round {}: {}".format(round_number, "; ".join(
             "{} {}/{} non-zero".format(v, _failed(codes[v]), round_number) for v in chosen)), flush=True)
