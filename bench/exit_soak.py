@@ -6,17 +6,19 @@ seen, after every round and at the end; the plain-torch variants (no `import per
 the perseus ones. A run also fails (code -2) when its ranks did not take the path the variant is about: the
 perseus variants must run on the native engine, joined to the store perseusrun serves, with perseus's
 completion thread (DDP's hook) in use; the plain ones must never load perseus. A hang is code -1.
-Not a test: it takes minutes.
+--parallel N runs N jobs at a time (each on its own free ports), for a busy machine. Not a test: it takes minutes.
 
-    .venv/bin/python bench/exit_soak.py [--runs 100] [--variants ddp-perseus-destroy,...] [--json]
+    .venv/bin/python bench/exit_soak.py [--runs 100] [--parallel 1] [--variants ddp-perseus-destroy,...] [--json]
 """
 
 import argparse
 import collections
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -69,6 +71,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=100)
     parser.add_argument("--variants", default=",".join(VARIANTS))
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--parallel", type=int, default=1, help="jobs at a time (the variants of a round)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     chosen = [v.strip() for v in args.variants.split(",") if v.strip()]
@@ -77,13 +80,21 @@ def main() -> int:
         parser.error("unknown variant(s) {}; choose from {}".format(", ".join(unknown), ", ".join(VARIANTS)))
     codes: Dict[str, "collections.Counter[int]"] = {v: collections.Counter() for v in chosen}
     seconds: Dict[str, float] = {v: 0.0 for v in chosen}
-    for round_number in range(1, args.runs + 1):
-        for variant in chosen:
-            started = time.monotonic()
-            codes[variant][run_once(variant, args.timeout)] += 1
+
+    def timed(variant: str) -> None:
+        started = time.monotonic()
+        code = run_once(variant, args.timeout)
+        with lock:
+            codes[variant][code] += 1
             seconds[variant] += time.monotonic() - started
-        print("after round {}: {}".format(round_number, "; ".join(
-            "{} {}/{} non-zero".format(v, _failed(codes[v]), round_number) for v in chosen)), flush=True)
+
+    lock = threading.Lock()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        for round_number in range(1, args.runs + 1):
+            for done in [pool.submit(timed, variant) for variant in chosen]:
+                done.result()
+            print("after round {}: {}".format(round_number, "; ".join(
+                "{} {}/{} non-zero".format(v, _failed(codes[v]), round_number) for v in chosen)), flush=True)
     results = {v: {"runs": args.runs, "nonzero": _failed(codes[v]), "codes": dict(codes[v]),
                    "seconds": round(seconds[v], 1)} for v in chosen}
     for variant, found in results.items():
