@@ -140,7 +140,7 @@ def compare_ddp(python: str) -> str:
         return "no comm hooks: warns, points to hvd" if warned else "FAIL: no hook and no warning"
     difference = max(abs(a - b) for p, q in zip(plain[0]["params"], accelerated[0]["params"]) for a, b in zip(p, q))
     verdict = "ok" if difference <= FP16_TOLERANCE else "FAIL"
-    return "{}: perseus hook, max |perseus - plain| = {:.1e}; ACCUMULATE_N_STEPS=2: {}".format(
+    return "{}: perseus hook, max abs(perseus - plain) = {:.1e}; ACCUMULATE_N_STEPS=2: {}".format(
         verdict, difference, accumulate(python))
 
 
