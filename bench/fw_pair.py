@@ -1,6 +1,7 @@
-"""The two-rank part shared by the framework benchmarks (tf_mwms_bench.py, mxnet_dist_sync_bench.py): start
-one rank per namespace of the shared netns harness (bench/netns.py), collect the JSON each prints on a
-`REPORT ` line, and summarise rounds of step times into a median and a spread with the load they ran under.
+"""The two-rank part shared by the framework benchmarks (tf_mwms_bench.py, mxnet_dist_sync_bench.py): the
+synthetic data every variant trains on, and the runner: start one rank per namespace of the shared netns
+harness (bench/netns.py), collect the JSON each prints on a `REPORT ` line, and summarise rounds of step
+times into a median and a spread with the load they ran under. Python 3.6 compatible (rank side).
 """
 
 import json
@@ -14,6 +15,19 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from netns import Link, tx_bytes  # noqa: E402,F401  (re-exported for the rank side)
 
 REPORT = "REPORT "
+FEATURES, CLASSES, EVAL_ROWS = 1024, 1000, 256  # ddp_bench.py's MLP: 1024-4096-2048-1000, 14.6 M parameters
+
+
+def batches(rank: int, count: int, batch: int):
+    """This rank's `count` batches: step s from seed 1000*s + rank, labelled by a fixed teacher."""
+    import numpy as np
+
+    teacher = np.random.default_rng(7).standard_normal((FEATURES, CLASSES)).astype("float32")
+    xs = np.stack([np.random.default_rng(1000 * s + rank).standard_normal((batch, FEATURES)).astype("float32")
+                   for s in range(count)])
+    ys = (xs @ teacher).argmax(axis=2).astype("int64")
+    eval_x = np.random.default_rng(999_999).standard_normal((EVAL_ROWS, FEATURES)).astype("float32")
+    return xs, ys, eval_x, (eval_x @ teacher).argmax(axis=1).astype("int64")
 
 
 def report(found: Dict[str, object]) -> None:
@@ -88,7 +102,7 @@ def print_table(rounds: Rounds, variants: Sequence[str], compute_s: float, base:
                    "step_over_floor": rounds.median(v) / floor, "mb_sent_per_step": rounds.median(v, "sent") / 1e6,
                    "wire_mb": rounds.median(v, "wire_sent") / 1e6, "loss": rounds.median(v, "loss")}
     print("{:<16} {:>9} {:>13} {:>9} {:>9} {:>10} {:>9} {:>11} {:>9} {:>9}".format(
-        "variant", "step (s)", "round spread", "wire (s)", "floor (s)", "step/floor", "wire MB", "MB/step r0",
+        "variant", "step (s)", "round spread", "wire (s)", "floor (s)", "step/floor", "wire MB", "MB/step",
         "loss", "vs " + base[:6]))
     for v in variants:
         r = rows[v]

@@ -34,27 +34,14 @@ from pathlib import Path
 from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from fw_pair import Link, Rounds, print_table, report, run_pair, tx_bytes  # noqa: E402
+from fw_pair import CLASSES, FEATURES, Link, Rounds, batches, print_table, report, run_pair, tx_bytes  # noqa: E402
 from netns import ADDRESSES, missing_requirement  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"perseus": {}, "mwms_ring": {}, "perseus_dtype1": {"PERSEUS_ALLREDUCE_DTYPE": "1"}}
-FEATURES, CLASSES, EVAL_ROWS = 1024, 1000, 256
 
 
 # ---- a rank -------------------------------------------------------------------------------------
-
-def batches(rank: int, count: int, batch: int):
-    """This rank's `count` batches: step s from seed 1000*s + rank, labelled by a fixed teacher."""
-    import numpy as np
-
-    teacher = np.random.default_rng(7).standard_normal((FEATURES, CLASSES)).astype("float32")
-    xs = np.stack([np.random.default_rng(1000 * s + rank).standard_normal((batch, FEATURES)).astype("float32")
-                   for s in range(count)])
-    ys = (xs @ teacher).argmax(axis=2).astype("int64")
-    eval_x = np.random.default_rng(999_999).standard_normal((EVAL_ROWS, FEATURES)).astype("float32")
-    return xs, ys, eval_x, (eval_x @ teacher).argmax(axis=1).astype("int64")
-
 
 def build_model():
     import keras
