@@ -154,7 +154,7 @@ def test_a_missing_package_is_named():
 
 
 def test_unknown_cuda_names_what_is_known():
-    with pytest.raises(UnknownToolkitError, match="known: 12.4"):
+    with pytest.raises(UnknownToolkitError, match="known: 11.8, 12.4"):
         toolkit_spec("12.5")
 
 
@@ -172,9 +172,10 @@ def test_placement_maps_folders_and_globs():
     assert exact.destination("usr/lib/nvidia-cuda-toolkit/bin/cicc") == "nvvm/bin/cicc"
 
 
-def test_every_spec_placement_reads_a_fetched_package():
-    names = {p.name for p in CUDA_12_4.packages}
-    assert {p.package for p in CUDA_12_4.placements} == names  # nothing fetched for nothing
+@pytest.mark.parametrize("spec", list(toolkits.TOOLKITS.values()), ids=lambda s: s.cuda)
+def test_every_spec_placement_reads_a_fetched_package(spec):
+    names = {p.name for p in spec.packages}
+    assert {p.package for p in spec.placements} == names  # nothing fetched for nothing
 
 
 def _deb(tmp_path: Path, name: str, files: dict[str, bytes], links: dict[str, str] | None = None) -> Path:
@@ -353,10 +354,11 @@ def test_cli_lists_the_recipes_and_refuses_an_unknown_cuda(tmp_path, monkeypatch
     assert main(["toolkit", "list", "--json"]) == 0
     listing = json.loads(capsys.readouterr().out)
     assert listing["dir"] == str(tmp_path / "toolkits")
-    (row,) = listing["toolkits"]
-    assert row["cuda"] == "12.4" and row["installed"] is False and "libcu++-dev" in row["source"]
+    rows = {row["cuda"]: row for row in listing["toolkits"]}
+    assert sorted(rows) == ["11.8", "12.4"] and not any(row["installed"] for row in rows.values())
+    assert "libcu++-dev" in rows["12.4"]["source"] and "bookworm" in rows["11.8"]["source"]
     assert main(["toolkit", "fetch", "12.5"]) == UnknownToolkitError.exit_code == 2
-    assert "known: 12.4" in capsys.readouterr().err
+    assert "known: 11.8, 12.4" in capsys.readouterr().err
     # an unreachable mirror is a registry error (exit 5) and leaves no toolkit behind
     code = main(["toolkit", "fetch", "12.4", "--mirror", "http://127.0.0.1:9", "--no-signature-check", "--json"])
     assert code == ArchiveError.exit_code == 5

@@ -46,6 +46,7 @@ from .probes import host_compiler_problem, nvcc_release
 from .spec import (
     CHECK_KERNEL,
     CHUNK,
+    CUDA_11_8,
     CUDA_12_4,
     DEFAULT_KEYRING,
     DEFAULT_MIRROR,
@@ -66,6 +67,7 @@ __all__ = [
     "ArchiveError",
     "CHECK_KERNEL",
     "CHUNK",
+    "CUDA_11_8",
     "CUDA_12_4",
     "DEFAULT_KEYRING",
     "DEFAULT_MIRROR",

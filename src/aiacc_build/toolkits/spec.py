@@ -96,24 +96,11 @@ class ToolkitSpec:
 _TRIPLET_LIBS = "usr/lib/x86_64-linux-gnu/"
 _TOOLS = ("ptxas", "fatbinary", "nvlink", "cudafe++", "bin2c", "cuobjdump", "nvdisasm", "cu++filt")
 
-# CUDA 12.4.1 as Debian trixie packages it (non-free, source nvidia-cuda-toolkit 12.4.1-2), with the
-# CCCL headers it bundles upstream (thrust, cub, libcu++ 2.3.2: cuda_fp16.h includes <nv/target>), which
-# Debian builds from its own source `cccl` in main. libnvvm4 is not needed: cicc links no libnvvm;
-# libcudart12 is: FindCUDAToolkit requires libcudart.so to exist even for the static runtime.
-CUDA_12_4 = ToolkitSpec(
-    cuda="12.4",
-    suite="trixie",
-    toolkit_source="nvidia-cuda-toolkit",
-    machine="x86_64",
-    packages=(
-        SpecPackage("nvidia-cuda-toolkit", "non-free", "amd64"),
-        SpecPackage("nvidia-cuda-dev", "non-free", "amd64"),
-        SpecPackage("libcudart12", "non-free", "amd64"),
-        SpecPackage("libcu++-dev", "main", "all"),
-        SpecPackage("libcub-dev", "main", "all"),
-        SpecPackage("libthrust-dev", "main", "all"),
-    ),
-    placements=(
+
+def _debian_placements(cudart: str) -> tuple[Placement, ...]:
+    """Where Debian's nvidia-cuda-toolkit packages put a toolkit, mapped into the standard layout; `cudart`
+    is the runtime library's package (libcudart12, libcudart11.0)."""
+    return (
         Placement("nvidia-cuda-toolkit", "usr/lib/nvidia-cuda-toolkit/bin/nvcc", "bin/"),
         Placement("nvidia-cuda-toolkit", "usr/lib/nvidia-cuda-toolkit/bin/crt/", "bin/crt/"),
         Placement("nvidia-cuda-toolkit", "usr/lib/nvidia-cuda-toolkit/bin/cicc", "nvvm/bin/"),
@@ -125,16 +112,55 @@ CUDA_12_4 = ToolkitSpec(
         Placement("nvidia-cuda-dev", _TRIPLET_LIBS + "libculibos.a", "lib64/"),
         Placement("nvidia-cuda-dev", _TRIPLET_LIBS + "libcudart.so", "lib64/"),
         Placement("nvidia-cuda-dev", _TRIPLET_LIBS + "stubs/libcuda.so", "lib64/stubs/"),
-        Placement("libcudart12", _TRIPLET_LIBS + "libcudart.so.12*", "lib64/"),
+        Placement(cudart, _TRIPLET_LIBS + "libcudart.so.*", "lib64/"),
         Placement("libcu++-dev", "usr/include/", "include/"),
         Placement("libcub-dev", "usr/include/", "include/"),
         Placement("libthrust-dev", "usr/include/", "include/"),
-    ),
+    )
+
+
+def _debian_packages(cudart: str) -> tuple[SpecPackage, ...]:
+    return (
+        SpecPackage("nvidia-cuda-toolkit", "non-free", "amd64"),
+        SpecPackage("nvidia-cuda-dev", "non-free", "amd64"),
+        SpecPackage(cudart, "non-free", "amd64"),
+        SpecPackage("libcu++-dev", "main", "all"),
+        SpecPackage("libcub-dev", "main", "all"),
+        SpecPackage("libthrust-dev", "main", "all"),
+    )
+
+
+# CUDA 12.4.1 as Debian trixie packages it (non-free, source nvidia-cuda-toolkit 12.4.1-2), with the
+# CCCL headers it bundles upstream (thrust, cub, libcu++ 2.3.2: cuda_fp16.h includes <nv/target>), which
+# Debian builds from its own source `cccl` in main. libnvvm4 is not needed: cicc links no libnvvm;
+# libcudart12 is: FindCUDAToolkit requires libcudart.so to exist even for the static runtime.
+CUDA_12_4 = ToolkitSpec(
+    cuda="12.4",
+    suite="trixie",
+    toolkit_source="nvidia-cuda-toolkit",
+    machine="x86_64",
+    packages=_debian_packages("libcudart12"),
+    placements=_debian_placements("libcudart12"),
     max_host_gcc=13,
     approx_download="~1 GB",
 )
 
-TOOLKITS: dict[str, ToolkitSpec] = {spec.cuda: spec for spec in (CUDA_12_4,)}
+# CUDA 11.8.0 as Debian bookworm packages it (non-free, source nvidia-cuda-toolkit 11.8.0-5~deb12u1; its
+# runtime package keeps the soname's name, libcudart11.0), thrust/cub 1.17.2 and libcu++ 1.8.1 from
+# bookworm main (the CCCL generation CUDA 11.8 bundles upstream). Its nvcc accepts GCC up to 11
+# (bookworm's g++-11: CXX=g++-11).
+CUDA_11_8 = ToolkitSpec(
+    cuda="11.8",
+    suite="bookworm",
+    toolkit_source="nvidia-cuda-toolkit",
+    machine="x86_64",
+    packages=_debian_packages("libcudart11.0"),
+    placements=_debian_placements("libcudart11.0"),
+    max_host_gcc=11,
+    approx_download="~0.9 GB",
+)
+
+TOOLKITS: dict[str, ToolkitSpec] = {spec.cuda: spec for spec in (CUDA_11_8, CUDA_12_4)}
 
 # nvcc reads nvcc.profile beside its binary; $(_HERE_) is that folder, so the tree can be moved.
 NVCC_PROFILE = """\

@@ -32,7 +32,8 @@ perseus_status launched(const char* op) {
 
 template <bool Bf16>
 __device__ __forceinline__ uint16_t round_to_16(float v) {
-  if (Bf16) return __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  // through __nv_bfloat16_raw: CUDA 11.8 declares __bfloat16_as_ushort for sm_80+ only
+  if (Bf16) return static_cast<__nv_bfloat16_raw>(__float2bfloat16_rn(v)).x;
   return __half_as_ushort(__float2half_rn(v));
 }
 

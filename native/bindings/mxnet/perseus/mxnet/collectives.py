@@ -106,11 +106,15 @@ def allgather(tensor, name=None, priority=0):
 
 def grouped_allreduce_(tensors, average, names):
     # type: (Sequence[Any], bool, Sequence[str]) -> None
-    """Allreduces several NDArrays in place, submitted together so the engine can fuse them."""
+    """Allreduces several NDArrays in place. Each is submitted as soon as its own value exists (asnumpy waits
+    for that array only): while MXNet's engine still computes the later ones (a backward pass in flight),
+    the earlier ones are already on the wire; those submitted within one negotiation cycle are fused."""
     eng = _world.engine()
-    hosts = [to_host(t) for t in tensors]  # type: List[np.ndarray]
+    hosts = []  # type: List[np.ndarray]
     handles = []
-    for host, name in zip(hosts, names):
+    for tensor, name in zip(tensors, names):
+        host = to_host(tensor)
+        hosts.append(host)
         floating = host.dtype.name in _FLOATS
         handles.append(eng.allreduce_async(name, host, op="average" if average and floating else "sum",
                                            dtype=host.dtype.name))

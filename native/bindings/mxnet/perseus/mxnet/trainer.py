@@ -1,7 +1,7 @@
 """Horovod's Gluon integration on the perseus engine: DistributedTrainer and broadcast_parameters.
 
-DistributedTrainer is a gluon.Trainer without a KVStore whose gradient reduction is one engine submission
-per step (all dense gradients at once, so the engine fuses them): gradients are summed over the ranks and
+DistributedTrainer is a gluon.Trainer without a KVStore whose gradient reduction submits each dense
+gradient to the engine as soon as MXNet has computed it (last layer first, overlapping the backward pass): gradients are summed over the ranks and
 the optimizer's rescale_grad divides by the number of ranks, so a step averages, as Horovod does.
 """
 from typing import Any, Dict, Optional
@@ -70,7 +70,9 @@ class DistributedTrainer(mx.gluon.Trainer):
                 grads.append(grad)
                 names.append("%s.grad.%d.%d" % (self._perseus_name, i, device))
         if grads:
-            collectives.grouped_allreduce_(grads, average=False, names=names)
+            # last parameters first: loss.backward() returned before MXNet's engine computed the gradients,
+            # and it computes the last layers' first, so those are sent while the others are computed
+            collectives.grouped_allreduce_(grads[::-1], average=False, names=names[::-1])
 
 
 class DistributedOptimizer(mx.optimizer.Optimizer):
