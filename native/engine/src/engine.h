@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <signal.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -24,6 +25,10 @@
 #include "wire.h"
 
 namespace perseus::engine {
+
+// A write to a peer that closed raises SIGPIPE in the writing thread; the engine's threads block it
+// (engine_rendezvous.cc). `previous` receives the mask before, when not null.
+void block_sigpipe(sigset_t* previous = nullptr);
 
 // One submitted collective.
 struct Op {
