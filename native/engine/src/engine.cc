@@ -182,6 +182,7 @@ void Engine::wire_bytes(const std::string& level, int dtype, uint64_t& bytes, ui
   }
   for (auto& s : streams_) {
     add(level == "all" ? s->groups.everyone.get() : level == "node" ? s->groups.node.get() : s->groups.leaders.get());
+    if (level == "node") add(s->groups.node_bcast.get());
   }
 }
 

@@ -151,8 +151,7 @@ void Engine::dispatch(std::vector<Agreed>& ready) {
   for (auto& g : fused) {
     tuner_->group_started(slot.tag, g.bytes);
     enqueue([this, g, tag = slot.tag](Stream& s) {
-      run_allreduce_fp32(s, *g.ops, *g.units, g.reduce_op);
-      tuner_->group_done(tag);
+      run_allreduce_fp32(s, g.ops, g.units, g.reduce_op, [this, tag] { tuner_->group_done(tag); });
     }, slot.streams);
   }
 }

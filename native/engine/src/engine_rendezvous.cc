@@ -134,6 +134,8 @@ void Engine::rendezvous() {
       if (policy_.hierarchical) {
         stream->groups.node = std::make_unique<Group>(base + "/node" + std::to_string(node_), local_rank_,
                                                       local_size_, store, device_, timeout);
+        stream->groups.node_bcast = std::make_unique<Group>(base + "/node" + std::to_string(node_) + "/bcast",
+                                                            local_rank_, local_size_, store, device_, timeout);
         stream->groups.node_leader = 0;
         if (local_rank_ == 0) {
           int leader_rank = int(std::find(leaders.begin(), leaders.end(), rank) - leaders.begin());
@@ -153,6 +155,7 @@ void Engine::rendezvous() {
   }
   tuner_ = std::make_unique<StreamTuner>(options_.streams, options_.stream_tuning != 0 && size > 1);
   for (auto& s : streams_) {
+    s->pipeline = make_pipeline(*s);
     Stream* raw = s.get();
     s->thread = std::thread([this, raw] {
       block_sigpipe();

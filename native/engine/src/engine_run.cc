@@ -13,12 +13,13 @@ void Engine::stream_loop(Stream& s) {
     {
       std::unique_lock<std::mutex> lock(s.mu);
       s.cv.wait(lock, [&] { return s.stop || !s.queue.empty(); });
-      if (s.queue.empty()) return;  // stopping and drained
+      if (s.queue.empty()) break;  // stopping and drained
       task = std::move(s.queue.front());
       s.queue.pop_front();
     }
     task();
   }
+  s.pipeline.reset();  // drains, joins its threads
 }
 
 std::string Engine::collective_error(const Request& r, const std::string& what) const {
@@ -27,73 +28,8 @@ std::string Engine::collective_error(const Request& r, const std::string& what) 
          "GLOO_TIMEOUT_SECONDS=" + std::to_string(options_.timeout_seconds);
 }
 
-void Engine::run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>>& ops,
-                                const std::vector<Unit>& units, int reduce_op) {
-  std::string broken = failure();
-  if (!broken.empty()) {
-    std::string deviation = abort_after_failure();
-    for (const auto& u : units) {
-      ops[u.tensor]->part_done(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
-                               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
-    }
-    return;
-  }
-  const Unit& first = units[0];
-  const bool in_place = units.size() == 1 && first.offset == 0 && first.numel == numel(ops[first.tensor]->request.shape);
-  uint64_t n = 0;
-  for (const auto& u : units) n += u.numel;
-  float* payload = nullptr;
-  if (in_place) {
-    payload = static_cast<float*>(ops[first.tensor]->data);
-  } else {
-    if (s.fusion.size() < n) s.fusion.resize(n);
-    payload = s.fusion.data();
-    uint64_t at = 0;
-    for (const auto& u : units) {
-      std::memcpy(payload + at, static_cast<float*>(ops[u.tensor]->data) + u.offset, u.numel * 4);
-      at += u.numel;
-    }
-    ++fused_groups_;
-  }
-  perseus_engine_status status = PERSEUS_ENGINE_OK;
-  std::string message;
-  try {
-    uint64_t issued = 0;
-    const int64_t divisor = reduce_op == PERSEUS_ENGINE_AVERAGE ? options_.size : 1;
-    uint64_t nonfinite = allreduce_fp32(s.groups, policy_, payload, n, divisor, options_.nancheck != 0, s.half, issued);
-    collectives_ += issued;
-    if (options_.nancheck && nonfinite > 0) {
-      std::string names;
-      for (const auto& u : units) {
-        const std::string& nm = ops[u.tensor]->request.name;
-        if (names.find("'" + nm + "'") == std::string::npos) names += (names.empty() ? "'" : ", '") + nm + "'";
-      }
-      status = PERSEUS_ENGINE_NONFINITE;
-      message = "PERSEUS_ALLREDUCE_NANCHECK: the reduced result of " + names + " is not finite (inf or NaN) in " +
-                std::to_string(nonfinite) + " element(s). A loss that grows too large can overflow fp16 after the "
-                "gradient scale: lower PERSEUS_ALLREDUCE_GRADIENT_SCALE or find the layer that produces it";
-    }
-  } catch (const std::exception& e) {
-    status = PERSEUS_ENGINE_COMMUNICATION;
-    message = collective_error(ops[first.tensor]->request, e.what());
-    std::string deviation = abort_after_failure();
-    if (!deviation.empty()) {
-      status = PERSEUS_ENGINE_MISMATCH;
-      message = deviation;
-    }
-    set_failure(message);
-  }
-  if (!in_place) {
-    uint64_t at = 0;
-    for (const auto& u : units) {
-      std::memcpy(static_cast<float*>(ops[u.tensor]->data) + u.offset, payload + at, u.numel * 4);
-      at += u.numel;
-    }
-  }
-  for (const auto& u : units) ops[u.tensor]->part_done(status, message);
-}
-
 void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed) {
+  s.pipeline->drain();  // the fused groups before it have left their contexts (`everyone` among them)
   std::string broken = failure();
   if (!broken.empty()) {
     std::string deviation = abort_after_failure();
