@@ -92,6 +92,8 @@ class Engine {
     bool stop = false;
     std::unique_ptr<Pipeline> pipeline;  // the fp32 allreduce steps, one stage each
     std::vector<FusedSlice> slices;      // one per pipeline slot
+    std::vector<std::string> stage_names;
+    int index = 0;
   };
 
   void rendezvous();
@@ -109,6 +111,7 @@ class Engine {
   void enqueue(std::function<void(Stream&)> task, int streams);
   void agree_streams();  // the stream tuner's decision, the same on every rank
   void stream_loop(Stream& s);
+  void print_profile(const Stream& s) const;  // PERSEUS_ENGINE_PROFILE=1: the stages' busy times, on stderr
   // engine_pipeline.cc: the stages of a stream's pipeline, and handing a fused group to it
   std::unique_ptr<Pipeline> make_pipeline(Stream& s);
   void run_allreduce_fp32(Stream& s, std::shared_ptr<std::vector<std::shared_ptr<Op>>> ops,

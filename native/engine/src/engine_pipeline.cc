@@ -7,6 +7,8 @@
 // broadcast of k-1 run at once. Every slice takes the same steps as one run alone would (wire_steps), on
 // the same groups, in the same order on every rank: the results are bit-identical.
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine.h"
@@ -38,6 +40,13 @@ std::unique_ptr<Pipeline> Engine::make_pipeline(Stream& s) {
   if (plans.back().collective) plans.push_back({false, {}});  // the scatter stage
   std::vector<Pipeline::Stage> stages;
   const size_t last = plans.size() - 1;
+  s.stage_names.clear();
+  for (size_t j = 0; j < plans.size(); ++j) {
+    std::string name = j == 0 ? "gather" : "";
+    for (size_t i : plans[j].steps) name += (name.empty() ? "" : "+") + std::string((*steps)[i].what);
+    if (j == last) name += name.empty() ? "scatter" : "+scatter";
+    s.stage_names.push_back(name);
+  }
   for (size_t j = 0; j < plans.size(); ++j) {
     stages.push_back([this, &s, steps, plan = plans[j], first = j == 0, end = j == last](size_t slot) {
       FusedSlice& f = s.slices[slot];
@@ -160,6 +169,22 @@ void Engine::end_slice(FusedSlice& f) {
   f.ops.reset();
   f.units.reset();
   f.on_done = nullptr;
+}
+
+void Engine::print_profile(const Stream& s) const {
+  const char* flag = std::getenv("PERSEUS_ENGINE_PROFILE");
+  if (flag == nullptr || std::string(flag) != "1" || !s.pipeline || s.pipeline->passed() == 0) return;
+  std::string line = "perseus-engine-profile {\"rank\": " + std::to_string(options_.rank) +
+                     ", \"stream\": " + std::to_string(s.index) + ", \"slices\": " +
+                     std::to_string(s.pipeline->passed()) + ", \"busy_s\": {";
+  const auto busy = s.pipeline->busy_seconds();
+  for (size_t i = 0; i < busy.size(); ++i) {
+    char value[32];
+    std::snprintf(value, sizeof(value), "%.6f", busy[i]);
+    line += (i ? ", \"" : "\"") + std::to_string(i) + " " + s.stage_names[i] + "\": " + value;
+  }
+  line += "}}\n";
+  std::fputs(line.c_str(), stderr);
 }
 
 }  // namespace perseus::engine

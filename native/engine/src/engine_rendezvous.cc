@@ -129,6 +129,7 @@ void Engine::rendezvous() {
     control_ = std::make_unique<Group>("perseus/control", rank, size, store, device_, timeout);
     for (int s = 0; s < options_.streams; ++s) {
       auto stream = std::make_unique<Stream>();
+      stream->index = s;
       std::string base = "perseus/stream" + std::to_string(s);
       stream->groups.everyone = std::make_unique<Group>(base + "/all", rank, size, store, device_, timeout);
       if (policy_.hierarchical) {

@@ -19,7 +19,9 @@ void Engine::stream_loop(Stream& s) {
     }
     task();
   }
-  s.pipeline.reset();  // drains, joins its threads
+  s.pipeline->drain();
+  print_profile(s);
+  s.pipeline.reset();  // joins its threads
 }
 
 std::string Engine::collective_error(const Request& r, const std::string& what) const {

@@ -5,7 +5,11 @@
 // bound the slices in flight, and so the scratch memory. What a slot holds is the caller's business.
 #pragma once
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <memory>
+#include <string>
 #include <cstddef>
 #include <deque>
 #include <functional>
@@ -31,6 +35,9 @@ class Pipeline {
   void push(size_t slot);
   // Blocks until every pushed slot has left the last stage.
   void drain();
+  // Seconds each stage spent on slots so far (a collective's stage: its waits for the peers included).
+  std::vector<double> busy_seconds() const;
+  uint64_t passed() const { return passed_.load(); }  // slots that left the last stage
 
  private:
   void run(size_t stage);
@@ -43,6 +50,8 @@ class Pipeline {
   std::vector<size_t> free_;
   size_t in_flight_ = 0;
   bool stop_ = false;
+  std::unique_ptr<std::atomic<uint64_t>[]> busy_ns_;
+  std::atomic<uint64_t> passed_{0};
   std::vector<std::thread> threads_;
 };
 
