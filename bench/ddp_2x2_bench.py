@@ -237,6 +237,9 @@ def main() -> None:
                 sent[variant].append(sum(r["sent_per_step"] for r in reports))  # both directions of the link
                 loss[variant] = reports[0]["loss"]
                 policy[variant] = reports[0]["policy"]
+                print("round {} {}: step {:.4f} s, wire alone {:.4f} s (medians of this run; load {:.1f})".format(
+                    round_index + 1, variant, statistics.median(reports[0]["times"]), statistics.median(wires[variant][-args.steps:]),
+                    load[-1]), file=sys.stderr, flush=True)
     med = statistics.median
     rows = {}
     for v in names:
