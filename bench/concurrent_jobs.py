@@ -1,6 +1,9 @@
 """Jobs side by side on one machine: per round, two 2-rank DDP jobs (`import perseus`, each on its own free
 MASTER_PORT, ranks started directly as torchrun would) and two `perseusrun -np 2` jobs, all four started at
 the same instant. Prints per round which jobs failed and, at the end, the rounds in which all four succeeded.
+A job also fails when its ranks did not run on perseus's native engine: the DDP jobs' engines on the port
+rank 0 picked (DDP's hook through perseus's completion thread), the perseusrun jobs' on the store perseusrun
+serves (exit_worker.py prints the `path:` line checked here).
 
     .venv/bin/python bench/concurrent_jobs.py [--rounds 10]
 """
@@ -50,12 +53,18 @@ def start_round() -> Dict[str, List["subprocess.Popen[str]"]]:
     return jobs
 
 
+def expected_paths(name: str) -> List[str]:
+    how, completions = ("picked", "ran") if name.startswith("ddp") else ("perseusrun", "idle")
+    return ["path: engine rank {}/2 store {} completions {}".format(r, how, completions) for r in range(2)]
+
+
 def finish(jobs: Dict[str, List["subprocess.Popen[str]"]], timeout: float) -> Dict[str, str]:
     """'' for a job whose processes all exited 0, else the tail of what they printed."""
     outcome = {}
     deadline = time.monotonic() + timeout
     for name, procs in jobs.items():
         failures = []
+        paths: List[str] = []
         for proc in procs:
             try:
                 out, _ = proc.communicate(timeout=max(1.0, deadline - time.monotonic()))
@@ -66,6 +75,9 @@ def finish(jobs: Dict[str, List["subprocess.Popen[str]"]], timeout: float) -> Di
                 continue
             if proc.returncode != 0:
                 failures.append("exit {}\n{}".format(proc.returncode, out[-1500:]))
+            paths += [line[line.index("path: "):].strip() for line in out.splitlines() if "path: " in line]
+        if not failures and sorted(paths) != expected_paths(name):
+            failures.append("not on the engine path: {}".format(paths))
         outcome[name] = "\n".join(failures)
     return outcome
 

@@ -3,6 +3,10 @@
     exit_worker.py ddp [--perseus] [--destroy]   torch DDP (init_process_group env://), optionally with
                                                  `import perseus`, optionally destroy_process_group() at the end
     exit_worker.py hvd                           perseus.torch.horovod, never calling hvd.shutdown()
+
+Every rank prints one `path:` line saying what carried the gradients: with perseus, the engine (how its
+rendezvous store was found: "perseusrun" when it joined the store perseusrun serves) and whether perseus's
+completion thread ran; without it, that perseus was never loaded. The soak checks that line.
 """
 
 import argparse
@@ -43,5 +47,24 @@ for _ in range(5):
     loss.backward()
     optimizer.step()
 print("done loss {:.6f}".format(loss.item()), flush=True)
+
+
+def path() -> str:
+    import sys
+    import threading
+
+    if "perseus" not in sys.modules:
+        return "plain torch"
+    from perseus.torch import _comm
+
+    found = _comm.current()
+    if found is None:
+        return "perseus without an engine"
+    completions = any(t.name == "perseus-completions" for t in threading.enumerate())
+    return "engine rank {}/{} store {} completions {}".format(found.rank, found.size, found.store[0],
+                                                             "ran" if completions else "idle")
+
+
+print("path: " + path(), flush=True)
 if args.destroy:
     dist.destroy_process_group()

@@ -3,17 +3,21 @@
     AIACC_OPTIN=1 .venv/bin/python bench/old_torch_matrix.py [--work DIR] [--only 1.9.0 ...] [--wheels DIR]
 
 Per version: a fresh venv on the Python that torch file exists for, torch from the registry (or --wheels, a
-folder of downloaded files), perseus-common and the perseus_torch binding built from this checkout (CPU, the
-torch's own C++ ABI). Then: the binding imported and one op run; a 2-rank Horovod API job
+folder of downloaded files; default .cache/old-torch-wheels when it exists), perseus-common and the perseus_torch
+binding built from this checkout (CPU, the torch's own C++ ABI) with the engine module linked statically against
+Gloo from recipes/gloo (built once, as dev/lib.sh's gloo_recipe does; compiles go through ccache when it is
+installed, so the engine is compiled once for all cells). Then: the binding imported and one op run; a 2-rank Horovod API job
 (broadcast_parameters, broadcast_optimizer_state, broadcast_object, allgather_object; these venvs hold no
 numpy where the torch does not require it); DDP with `import perseus` against plain DDP on the same data (where the torch has comm hooks:
 parameters equal within fp16 tolerance) or, before torch 1.8, the warning that points to the Horovod API.
-Prints a Markdown table; exits non-zero when a check failed.
+Prints a Markdown table; exits non-zero when a check failed. Each cell's venv (~2 GB) is removed after it
+unless --keep-venvs; the cells run one after another.
 """
 
 import argparse
 import glob
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -47,6 +51,22 @@ class Row:
         return any(cell.startswith("FAIL") for cell in (self.binding, self.horovod, self.ddp))
 
 
+def gloo_prefix() -> str:
+    """The Gloo the engine links statically: recipes/gloo/build.sh (cached in .cache/gloo after the first build)."""
+    prefix_file = REPO_ROOT / ".cache" / "gloo" / "prefix"
+    prefix_file.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["bash", str(REPO_ROOT / "recipes" / "gloo" / "build.sh"), str(prefix_file)], check=True,
+                   stdout=subprocess.DEVNULL)
+    return prefix_file.read_text().strip()
+
+
+def build_env() -> dict:
+    env = {"CMAKE_BUILD_PARALLEL_LEVEL": "2"}
+    if shutil.which("ccache"):
+        env["CMAKE_CXX_COMPILER_LAUNCHER"] = "ccache"
+    return env
+
+
 def run(argv: List[str], log: Path, timeout: float = 1800, env: Optional[dict] = None) -> bool:
     with open(log, "a") as out:
         out.write("$ {}\n".format(" ".join(argv)))
@@ -68,7 +88,7 @@ def tail(log: Path, lines: int = 3) -> str:
     return " / ".join(text[-lines:])[-300:]
 
 
-def check(version: str, minor: str, work: Path, wheels: Optional[Path]) -> Row:
+def check(version: str, minor: str, work: Path, wheels: Optional[Path], gloo: str) -> Row:
     row = Row(version, minor)
     home = work / version
     venv, log = home / "venv", home / "log.txt"
@@ -86,8 +106,8 @@ def check(version: str, minor: str, work: Path, wheels: Optional[Path]) -> Row:
     started = time.monotonic()
     built = (run(pip + ["--no-build-isolation", str(REPO_ROOT / "native" / "runtime")], log) and
              run(pip + ["--no-deps", "--no-build-isolation", "-C", "build-dir={}".format(home / "build"),
-                        "-C", "cmake.define.PERSEUS_WITH_CUDA=OFF", str(REPO_ROOT / "native" / "bindings" / "torch")],
-                 log))
+                        "-C", "cmake.define.PERSEUS_WITH_CUDA=OFF", "-C", "cmake.define.PERSEUS_GLOO_PREFIX=" + gloo,
+                        str(REPO_ROOT / "native" / "bindings" / "torch")], log, env=build_env()))
     if not built:
         row.binding = "FAIL: build ({})".format(tail(log))
         return row
@@ -120,7 +140,7 @@ def compare_ddp(python: str) -> str:
         return "no comm hooks: warns, points to hvd" if warned else "FAIL: no hook and no warning"
     difference = max(abs(a - b) for p, q in zip(plain[0]["params"], accelerated[0]["params"]) for a, b in zip(p, q))
     verdict = "ok" if difference <= FP16_TOLERANCE else "FAIL"
-    return "{}: perseus hook, max |perseus - plain| = {:.1e}; ACCUMULATE_N_STEPS=2: {}".format(
+    return "{}: perseus hook, max abs(perseus - plain) = {:.1e}; ACCUMULATE_N_STEPS=2: {}".format(
         verdict, difference, accumulate(python))
 
 
@@ -139,14 +159,21 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/perseus-old-torch"))
     parser.add_argument("--wheels", type=Path, help="a folder of downloaded torch files (pip --find-links)")
     parser.add_argument("--only", nargs="*", help="torch versions to check (default: all)")
+    parser.add_argument("--keep-venvs", action="store_true", help="keep each cell's venv (~2 GB each)")
     args = parser.parse_args()
     if os.environ.get("AIACC_OPTIN") != "1":
         parser.error("opt-in: set AIACC_OPTIN=1 (downloads ~700 MB of torch per version)")
+    cached = REPO_ROOT / ".cache" / "old-torch-wheels"
+    wheels = args.wheels or (cached if cached.is_dir() else None)
+    gloo = gloo_prefix()
     chosen = [(v, p) for v, p in VERSIONS if not args.only or v in args.only]
     rows = []
     for version, minor in chosen:
-        row = check(version, minor, args.work, args.wheels)
+        row = check(version, minor, args.work, wheels, gloo)
         rows.append(row)
+        if not args.keep_venvs:
+            shutil.rmtree(str(args.work / version / "venv"), ignore_errors=True)
+            shutil.rmtree(str(args.work / version / "build"), ignore_errors=True)
         print("torch {}: binding {} | horovod {} | ddp {}".format(row.torch, row.binding, row.horovod, row.ddp),
               flush=True)
     print("\n| torch | Python | binding (CPU) | 2-rank Horovod API | DDP with `import perseus` |")

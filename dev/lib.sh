@@ -63,6 +63,12 @@ gloo_recipe() {  # Gloo from Debian's source by recipes/gloo/build.sh (cached in
   bash "$REPO_ROOT/recipes/gloo/build.sh" "$REPO_ROOT/.cache/gloo/prefix" >/dev/null
 }
 
+nccl_recipe() {  # nvidia-nccl-cu12 + nvidia-cuda-runtime-cu12 wheels unpacked by recipes/nccl/fetch.sh (189 MB once,
+  # cached in .cache/nccl): nccl.h for the engine's device build, libnccl.so.2 for its tests; folder in .cache/nccl/site
+  mkdir -p "$REPO_ROOT/.cache/nccl"
+  bash "$REPO_ROOT/recipes/nccl/fetch.sh" "$REPO_ROOT/.cache/nccl/site" >/dev/null
+}
+
 native_core_ctest() {  # configure + build native/ (core + engine; CUDA kernels when nvcc is there) and run ctest
   apt_install libgtest-dev libopenmpi-dev libmpich-dev mpich  # MPI headers: the engine's bootstrap plugins
   gloo_recipe  # cached after the first build: a fraction of a second
@@ -72,6 +78,9 @@ native_core_ctest() {  # configure + build native/ (core + engine; CUDA kernels 
     # CI compiles two architectures; -DPERSEUS_CUDA_ARCHITECTURES=full builds sm_75 .. sm_120
     cuda_args=(-DPERSEUS_WITH_CUDA=ON -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc
                "-DPERSEUS_CUDA_ARCHITECTURES=${PERSEUS_CUDA_ARCHITECTURES:-75-real;90}")
+    # device buffers (NCCL loaded at run time): nccl.h from the wheel, the CUDA runtime headers of that toolkit
+    nccl_recipe
+    engine_args+=(-DPERSEUS_ENGINE_DEVICE=ON "-DPERSEUS_NCCL_SITE=$(cat "$REPO_ROOT/.cache/nccl/site")")
   fi
   cmake -S "$REPO_ROOT/native" -B "$REPO_ROOT/native/build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${cuda_args[@]}" "${engine_args[@]}" >/dev/null
   cmake --build "$REPO_ROOT/native/build" -j2
@@ -117,8 +126,11 @@ built_wheel() {  # built_wheel DISTRIBUTION FRAMEWORK_VERSION: the wheel of $AIA
   return 0
 }
 
-tensorflow_binding() {  # tensorflow-cpu 2.21.0 + the perseus_tensorflow binding into .venv (next to torch)
+tensorflow_binding() {  # tensorflow-cpu 2.21.0 + tf_keras + the perseus_tensorflow binding into .venv (next to torch)
   "$VENV/bin/python" -m pip install -q tensorflow-cpu==2.21.0 scikit-build-core ninja
+  # Keras 2 for TF_USE_LEGACY_KERAS=1 (tests/tensorflow/test_tf_keras2.py); --no-deps: tf-keras requires the
+  # `tensorflow` distribution, which would install the full TensorFlow next to tensorflow-cpu
+  "$VENV/bin/python" -m pip install -q --no-deps tf-keras==2.21.0
   local wheel
   wheel="$(built_wheel perseus_tensorflow 2.21.0)"
   if [ -n "$wheel" ]; then  # built, repaired and tested by the build-local-cell stage: not compiled twice
@@ -130,4 +142,18 @@ tensorflow_binding() {  # tensorflow-cpu 2.21.0 + the perseus_tensorflow binding
     -C "build-dir=$REPO_ROOT/native/build-tensorflow" \
     -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \
     "$REPO_ROOT/native/bindings/tensorflow"
+}
+
+engine_cuda_compile() {  # -DPERSEUS_ENGINE_CUDA=ON: the core's kernels and the engine's device code built with the
+  # provisioned CUDA 12.4 toolkit (aiacc-build toolkit fetch 12.4: ~1 GB once), compile only (no GPU here), in native/build-cuda
+  gloo_recipe
+  nccl_recipe
+  "$VENV/bin/aiacc-build" toolkit fetch 12.4 >/dev/null
+  local toolkit="${AIACC_TOOLKITS_DIR:-$REPO_ROOT/.cache/aiacc-build/toolkits}/cuda-12.4"
+  cmake -S "$REPO_ROOT/native" -B "$REPO_ROOT/native/build-cuda" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DPERSEUS_WITH_CUDA=ON "-DCMAKE_CUDA_COMPILER=$toolkit/bin/nvcc" "-DCUDAToolkit_ROOT=$toolkit" \
+    -DCMAKE_CUDA_HOST_COMPILER="$(command -v "${CXX:-g++}")" \
+    -DPERSEUS_WITH_ENGINE=ON -DPERSEUS_ENGINE_CUDA=ON "-DPERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \
+    "-DPERSEUS_NCCL_SITE=$(cat "$REPO_ROOT/.cache/nccl/site")" >/dev/null
+  cmake --build "$REPO_ROOT/native/build-cuda" -j2
 }

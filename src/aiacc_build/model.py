@@ -77,6 +77,16 @@ class CaffeArtifacts:
 
 
 @dataclass(frozen=True)
+class MxnetSourcePatch:
+    """perseus-mxnet-sync-bn.patch in a release: a source patch for one apache/mxnet commit, published as is
+    (recipes/mxnet/patches/<patch> -> <mirror>/mxnet/patches/<patch>; aiacc_build.mxnet_patch)."""
+
+    upstream_version: str
+    upstream_commit: str
+    patch: str
+
+
+@dataclass(frozen=True)
 class WheelTagRules:
     """How a release tags its wheels. Data of the release, not code.
 
@@ -106,6 +116,7 @@ class ReleaseInfo:
     conda_dir: str  # folder of conda files under the mirror: "conda/latest"
     wheel_tags: WheelTagRules
     caffe: CaffeArtifacts | None = None  # None: the release has no Caffe artifacts
+    mxnet_patch: MxnetSourcePatch | None = None  # None: the release ships no MXNet source patch
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,8 @@ templates change.
 
 from __future__ import annotations
 
-from aiacc_build.model import Arch, CaffeArtifacts, Cell, Framework, FrameworkBuild, ReleaseInfo, WheelTagRules
+from aiacc_build.model import (Arch, CaffeArtifacts, Cell, Framework, FrameworkBuild, MxnetSourcePatch, ReleaseInfo,
+                               WheelTagRules)
 from aiacc_build.render.support import BuildHost
 
 CAFFE = CaffeArtifacts(
@@ -16,6 +17,9 @@ CAFFE = CaffeArtifacts(
     platforms=("linux_{arch}",),
     gpu_toolkit="CUDA 10.2 + cuDNN 7.6",
 )
+
+MXNET_PATCH = MxnetSourcePatch(upstream_version="1.9.1", upstream_commit="3f8f3be9987e259491ddc5a78aa9c6903e0b21e3",
+                               patch="perseus-mxnet-sync-bn.patch")
 
 SEED = ReleaseInfo(
     version="1.5.0",
@@ -53,6 +57,7 @@ MODERN = ReleaseInfo(
         repair_platform={f: "manylinux_2_28_{arch}" for f in Framework},
     ),
     caffe=CAFFE,
+    mxnet_patch=MXNET_PATCH,
 )
 
 TORCH_STABLE = "https://download.pytorch.org/whl/torch_stable.html"

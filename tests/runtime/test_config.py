@@ -30,6 +30,8 @@ CASES = {
     "PERSEUS_CYCLE_TIME_MS": ("0.5", 0.5, ["0", "-1", "nan", "fast"]),
     "PERSEUS_ENGINE_LIBRARY": (config.__file__, config.__file__, ["/nonexistent/libperseus_engine.so"]),
     "PERSEUS_MPI_BOOTSTRAP_LIBRARY": (config.__file__, config.__file__, ["/nonexistent/libperseus_mpi_openmpi.so"]),
+    "PERSEUS_NCCL_LIBRARY": (config.__file__, config.__file__, ["/nonexistent/libnccl.so.2"]),
+    "PERSEUS_CUDART_LIBRARY": (config.__file__, config.__file__, ["/nonexistent/libcudart.so.12"]),
     "PERSEUS_CAFFE_RANK_WEIGHTS": ("/tmp/weights", "/tmp/weights", ["/nonexistent-folder/weights"]),
 }
 

@@ -3,10 +3,16 @@ free port rank 0 picks and publishes through torch's store, so jobs side by side
 6666 is never opened unless asked for. (Before issue 13 perseus joined torch's store server itself; the native
 engine has a store of its own.) Ports are free ones (bound to port 0), never fixed."""
 
+import json
+import os
+import subprocess
+import sys
 import threading
 
+import pytest
+
 from perseus import config
-from perseus_harness import free_port, launch
+from perseus_harness import WORKERS, free_port, launch, python_path
 
 DEFAULT_PERSEUS_PORT = config.PerseusConfig().master_port  # the seed's 6666, never opened unless asked for
 
@@ -48,6 +54,26 @@ def test_hvd_own_rendezvous_without_perseus_master_port_serves_on_master_port():
     assert all(rank["store"] == ["MASTER_PORT", "127.0.0.1", master] and not rank["torch_initialised"]
                for rank in ranks)
     assert all(rank["sum"] == 3.0 for rank in ranks)
+
+
+@pytest.mark.parametrize("mode", ["ddp", "hvd"])
+def test_under_perseusrun_the_engine_joins_the_store_perseusrun_serves(mode, tmp_path):
+    env = dict(os.environ, PYTHONPATH=python_path(), OMP_NUM_THREADS="1",
+               PERSEUS_TEST_OUT=str(tmp_path / "rank{rank}.json"))
+    for name in ("MASTER_ADDR", "MASTER_PORT", "PERSEUS_MASTER_PORT", "PERSEUS_STORE_ADDR"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "perseus.run", "-np", "2", sys.executable,
+                           str(WORKERS / "rendezvous_ports.py"), mode], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, universal_newlines=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-4000:]
+    ranks = [json.loads((tmp_path / "rank{}.json".format(r)).read_text()) for r in range(2)]
+    how, address, port = ranks[0]["store"]
+    assert how == "perseusrun" and ranks[1]["store"] == ranks[0]["store"]
+    assert all(port not in rank["listening"] for rank in ranks)  # perseusrun's child serves it, no rank does
+    if mode == "hvd":
+        assert [rank["sum"] for rank in ranks] == [3.0, 3.0]
+    else:
+        assert ranks[0]["weight_sum"] == ranks[1]["weight_sum"]
 
 
 def test_two_ddp_jobs_side_by_side_both_succeed():

@@ -1,5 +1,6 @@
 """The TensorFlow examples perseus-common ships (native/runtime/perseus/examples/) run as their docstrings
 launch them: `perseusrun -np 2 -- python <example>` on 2 CPU processes, synthetic data."""
+import importlib.util
 import json
 import os
 import re
@@ -25,11 +26,12 @@ def _free_ports(n):
             s.close()
 
 
-def run_example(name, *args, cwd=None):
+def run_example(name, *args, cwd=None, extra_env=None, python=sys.executable):
     master, store = _free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PERSEUS_", "GLOO_", "MASTER_", "RANK", "WORLD_SIZE", "LOCAL_"))}
     env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "TF_CPP_MIN_LOG_LEVEL": "3"})
-    done = subprocess.run([str(Path(sys.executable).with_name("perseusrun")), "-np", "2", "--", sys.executable,
+    env.update(extra_env or {})
+    done = subprocess.run([str(Path(python).with_name("perseusrun")), "-np", "2", "--", str(python),
                            str(EXAMPLES / name), *args], env=env, capture_output=True, text=True, timeout=300, cwd=cwd)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return done.stdout
@@ -70,9 +72,16 @@ def test_tf2_eager_example():
         assert r["steps"] == 60 and r["last_loss"] < 0.8 * r["first_loss"], r
 
 
+KERAS = [pytest.param({}, id="keras3"),
+         pytest.param({"TF_USE_LEGACY_KERAS": "1"}, id="keras2-tf_keras",
+                      marks=pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None, reason="no tf_keras"))]
+
+
 @pytest.mark.usefixtures("ops")
-def test_keras3_example_writes_one_checkpoint(tmp_path):
-    r0, r1 = rank_results(run_example("tensorflow2_keras.py", "--epochs", "4", "--checkpoint-dir", str(tmp_path)))
+@pytest.mark.parametrize("keras_env", KERAS)
+def test_keras_example_writes_one_checkpoint(tmp_path, keras_env):
+    r0, r1 = rank_results(run_example("tensorflow2_keras.py", "--epochs", "4", "--checkpoint-dir", str(tmp_path),
+                                      extra_env=keras_env))
     assert r0["variables"] == r1["variables"]
     assert r0["losses"] == r1["losses"]  # MetricAverageCallback: both ranks log the averaged loss
     assert r0["losses"][-1] < 0.7 * r0["losses"][0], r0

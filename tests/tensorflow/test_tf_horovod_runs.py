@@ -10,12 +10,11 @@ import socket
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Sequence
 
 import pytest
 
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
-PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
 TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")  # perseusrun's [R] or Open MPI's [J,R]
 
 
@@ -32,14 +31,18 @@ def free_ports(n: int) -> List[int]:
             s.close()
 
 
-def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False) -> List[Dict]:
+def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args: Sequence[str] = (),
+            python: str = sys.executable) -> List[Dict]:
+    """The worker's REPORTs of a 2-rank job, launched by the perseusrun next to `python`."""
     master, store = free_ports(2)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_"))}
     env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "GLOO_TIMEOUT_SECONDS": "60",
                 "TF_CPP_MIN_LOG_LEVEL": "3"})
     env.update(extra_env or {})
-    proc = subprocess.run([PERSEUSRUN] + (["--mpi"] if mpi else []) + ["-np", "2", "--", sys.executable, str(WORKER), case], env=env,
+    perseusrun = str(Path(python).with_name("perseusrun"))
+    command = [perseusrun] + (["--mpi"] if mpi else []) + ["-np", "2", "--", str(python), str(WORKER), case, *args]
+    proc = subprocess.run(command, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # anywhere in the output, with raw_decode: Open MPI's --tag-output can glue the ranks' lines together
@@ -94,7 +97,24 @@ def test_keras_fit_with_distributed_optimizer_and_callbacks():
     assert reports[0]["losses"] == reports[1]["losses"]  # MetricAverageCallback: averaged logs
     losses = reports[0]["losses"]
     assert losses[-1] < 0.6 * losses[0], losses
-    assert reports[0]["optimizer_class"] == "Adam"
+    assert reports[0]["optimizer_class"] == "Adam" and reports[0]["keras_major"] == 3
+    check_fit_wire(reports, fp16=False)
+
+
+def check_fit_wire(reports: List[Dict], fp16: bool) -> None:
+    """The engine's byte counters during fit: every step's gradients went through the engine, as float16
+    (2 bytes an element) by default, as float32 with PERSEUS_ALLREDUCE_DTYPE=1; the fp32 bytes of the
+    default run are the broadcast callback's alone (it broadcasts the weights, then weights and optimizer
+    state: less than steps x elements x 4 bytes)."""
+    for r in reports:
+        gradient_bytes = r["steps"] * r["gradient_elements"]
+        assert r["steps"] == 24  # 6 epochs of 4 batches
+        if fp16:
+            assert r["fit_wire"]["float16"] == 2 * gradient_bytes, r["fit_wire"]
+            assert r["fit_wire"]["float32"] < 4 * gradient_bytes, r["fit_wire"]
+        else:
+            assert r["fit_wire"]["float16"] == 0, r["fit_wire"]
+            assert r["fit_wire"]["float32"] >= 4 * gradient_bytes, r["fit_wire"]
 
 
 @pytest.mark.usefixtures("ops")

@@ -2,6 +2,7 @@
 #include <cstring>
 #include <string>
 
+#include "device_api.h"
 #include "downsample.h"
 #include "engine.h"
 #include "tcp_store.h"
@@ -330,6 +331,45 @@ perseus_engine_status perseus_engine_wire_bytes(perseus_engine* engine, const ch
     engine->engine.wire_bytes(level, dtype, b, c);
     if (bytes != nullptr) *bytes = b;
     if (collectives != nullptr) *collectives = c;
+  });
+}
+
+// ---- device buffers (CUDA): device_api.h ---------------------------------------------------------
+
+perseus_engine_status perseus_engine_allreduce_device(perseus_engine* engine, const char* name, void* device_buffer,
+                                                      perseus_engine_dtype dtype, int ndim, const int64_t* shape,
+                                                      perseus_engine_reduce_op op, int device,
+                                                      perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    Request r = make_request(name, Kind::kAllreduce, dtype, ndim, shape);
+    *handle = perseus::engine::device_api::allreduce(engine->engine, std::move(r), device_buffer, op, device);
+  });
+}
+
+perseus_engine_status perseus_engine_broadcast_device(perseus_engine* engine, const char* name, void* device_buffer,
+                                                      perseus_engine_dtype dtype, int ndim, const int64_t* shape,
+                                                      int root, int device, perseus_engine_handle* handle) {
+  return guarded([&] {
+    check_engine(engine);
+    need(handle, "handle (output)");
+    Request r = make_request(name, Kind::kBroadcast, dtype, ndim, shape);
+    *handle = perseus::engine::device_api::broadcast(engine->engine, std::move(r), device_buffer, root, device);
+  });
+}
+
+perseus_engine_status perseus_engine_device_report_get(perseus_engine_device_report* report) {
+  return guarded([&] {
+    need(report, "report");
+    perseus::engine::device_api::report(report);
+  });
+}
+
+perseus_engine_status perseus_engine_library_dir_add(const char* dir) {
+  return guarded([&] {
+    need(dir, "dir");
+    perseus::engine::device_api::add_library_dir(dir);
   });
 }
 

@@ -31,6 +31,8 @@ namespace perseus::engine {
 // (engine_rendezvous.cc). `previous` receives the mask before, when not null.
 void block_sigpipe(sigset_t* previous = nullptr);
 
+class DeviceBackend;  // device_backend.h
+
 // One submitted collective.
 struct Op {
   Request request;
@@ -93,6 +95,7 @@ class Engine {
     std::unique_ptr<Pipeline> pipeline;  // the fp32 allreduce steps, one stage each
     std::vector<FusedSlice> slices;      // one per pipeline slot
     std::vector<std::string> stage_names;
+    std::vector<uint16_t> half;          // scratch of run_device (engine_device.cc)
     int index = 0;
   };
 
@@ -121,6 +124,7 @@ class Engine {
   void end_slice(FusedSlice& f);
   void fail_slice(FusedSlice& f, perseus_engine_status status, const std::string& message);
   void run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed);
+  void run_device(Stream& s, const std::shared_ptr<Op>& op);  // engine_device.cc: a CUDA device buffer
   std::vector<std::string> stalled();  // rank 0: pending longer than the timeout
   void apply_aborts(const std::vector<std::string>& names);
   void fail_pending(perseus_engine_status status, const std::string& message);
@@ -165,6 +169,8 @@ class Engine {
   std::string offline_abort_;  // guarded by mu_
   std::thread negotiator_;
   bool joined_ = false;
+  std::mutex device_mu_;
+  std::shared_ptr<DeviceBackend> device_backend_;  // made by the first device collective
 };
 
 }  // namespace perseus::engine

@@ -103,6 +103,10 @@ void Engine::dispatch(std::vector<Agreed>& ready) {
       continue;
     }
     const Request& r = op->request;
+    if (r.device >= 0) {  // a CUDA device buffer (engine_device.cc): stream 0 only, so one NCCL communicator per
+      enqueue([this, op](Stream& s) { run_device(s, op); }, 1);  // device runs them in the agreed order
+      continue;
+    }
     if (r.kind == Kind::kAllreduce && r.dtype == PERSEUS_ENGINE_FLOAT32) {
       fuse[r.op == PERSEUS_ENGINE_AVERAGE ? 1 : 0].push_back(op);
       continue;

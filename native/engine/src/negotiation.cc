@@ -40,6 +40,7 @@ std::string describe(const Request& r) {
   s += "]";
   if (r.kind == Kind::kAllreduce) s += r.op == 1 ? " average" : " sum";
   if (r.kind == Kind::kBroadcast) s += " from root " + std::to_string(r.root);
+  if (r.device >= 0) s += " of a device buffer";
   return s;
 }
 
@@ -90,7 +91,7 @@ class Reader {
   size_t pos_ = 0;
 };
 
-constexpr int64_t kMagic = 0x5045525345555332;  // "PERSEUS2": the negotiation format's version
+constexpr int64_t kMagic = 0x5045525345555333;  // "PERSEUS3": the negotiation format's version (3: device)
 
 }  // namespace
 
@@ -105,6 +106,7 @@ std::vector<char> encode(const Announcement& a) {
     w.i64(r.dtype);
     w.i64(r.op);
     w.i64(r.root);
+    w.i64(r.device >= 0 ? r.device : -1);
     w.i64(int64_t(r.shape.size()));
     for (int64_t d : r.shape) w.i64(d);
   }
@@ -132,6 +134,7 @@ Announcement decode(const std::vector<char>& bytes) {
     r.dtype = int(rd.i64());
     r.op = int(rd.i64());
     r.root = int(rd.i64());
+    r.device = int(rd.i64());
     int64_t ndim = rd.i64();
     if (ndim < 0 || ndim > 64) throw std::runtime_error("corrupt negotiation message (ndim)");
     for (int64_t d = 0; d < ndim; ++d) r.shape.push_back(rd.i64());

@@ -20,6 +20,7 @@ struct Request {
   std::vector<int64_t> shape;
   int op = 0;    // allreduce: perseus_engine_reduce_op
   int root = 0;  // broadcast
+  int device = -1;  // a CUDA device buffer on that device (its id may differ by rank); -1: host memory
 };
 
 const char* kind_name(Kind kind);

@@ -6,7 +6,7 @@ namespace perseus::engine {
 
 bool same_request(const Request& a, const Request& b) {
   return a.name == b.name && a.kind == b.kind && a.dtype == b.dtype && a.shape == b.shape && a.op == b.op &&
-         a.root == b.root;
+         a.root == b.root && a.device == b.device;
 }
 
 namespace {

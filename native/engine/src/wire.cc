@@ -138,4 +138,23 @@ void allreduce_fp32(StreamGroups& g, const WirePolicy& p, WireSlice& slice) {
   for (const auto& step : wire_steps(g, p)) step.run(slice);
 }
 
+uint64_t allreduce_fp32(StreamGroups& g, const WirePolicy& p, float* data, uint64_t n, int64_t divisor,
+                        bool count_nonfinite, std::vector<uint16_t>& half, uint64_t& collectives) {
+  WireSlice s;
+  s.data = data;
+  s.n = n;
+  s.divisor = divisor;
+  s.count_nonfinite = count_nonfinite;
+  s.half.swap(half);
+  try {
+    allreduce_fp32(g, p, s);
+  } catch (...) {
+    half.swap(s.half);
+    throw;
+  }
+  half.swap(s.half);
+  collectives += s.collectives;
+  return s.nonfinite;
+}
+
 }  // namespace perseus::engine

@@ -60,5 +60,9 @@ std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p);
 
 // The steps one after the other on this thread (a slice that is not pipelined; the tests' reference).
 void allreduce_fp32(StreamGroups& g, const WirePolicy& p, WireSlice& slice);
+// The same on n elements at `data`, `half` as scratch; returns the non-finite count and adds the collectives
+// issued to `collectives` (the device backend's host-staged path).
+uint64_t allreduce_fp32(StreamGroups& g, const WirePolicy& p, float* data, uint64_t n, int64_t divisor,
+                        bool count_nonfinite, std::vector<uint16_t>& half, uint64_t& collectives);
 
 }  // namespace perseus::engine

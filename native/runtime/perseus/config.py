@@ -235,6 +235,13 @@ class PerseusConfig:
         "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
         since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+    nccl_library: Optional[str] = variable(  # None: nvidia/nccl/lib on sys.path, a copy already loaded, the system
+        "PERSEUS_NCCL_LIBRARY", None, _existing_file, "the path of a libnccl.so.2",
+        "the NCCL the engine loads for device buffers (docs/device.md); pip install nvidia-nccl-cu12 provides one",
+        since="2.0.0", honoured_by=())
+    cudart_library: Optional[str] = variable(  # None: nvidia/cuda_runtime/lib on sys.path, a loaded copy, the system
+        "PERSEUS_CUDART_LIBRARY", None, _existing_file, "the path of a libcudart.so.12",
+        "the CUDA runtime the engine loads for device buffers (docs/device.md)", since="2.0.0", honoured_by=())
     caffe_rank_weights: Optional[str] = variable(  # None: no file; read by the Caffe patch's `caffe train`
         "PERSEUS_CAFFE_RANK_WEIGHTS", None, _path_prefix, "a path prefix in a writable folder",
         "caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check)",

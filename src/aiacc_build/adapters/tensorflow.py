@@ -68,6 +68,12 @@ class TensorflowAdapter(FrameworkAdapter):
         directory = self.framework_dir(site_packages)
         return [directory] if directory.is_dir() else []
 
+    def build_environment(self, site_packages: Path) -> dict[str, str]:
+        """tf.sysconfig's flags come from importing TensorFlow, so a backend in another env (a cp36 cell:
+        scikit-build-core needs Python >= 3.7) runs the cell's own interpreter for them
+        (native/bindings/tensorflow/build_support/tensorflow_info.py)."""
+        return {"PERSEUS_TENSORFLOW_PYTHON": str(site_packages.parents[2] / "bin" / "python")}
+
     def facts_from_wheel(self, archive: zipfile.ZipFile) -> FrameworkFacts:
         names = archive.namelist()
         versions = [m for m in (VERSION_FILE_PATTERN.match(n) for n in names) if m]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from ..mxnet_patch import MxnetPatchRecord
 from ..wheels.record import BuildRecord, CellRecord, CommonRecord
 from ..naming import CHECKSUMS_FILENAME, simple_index_dir
 
@@ -35,6 +36,7 @@ class Manifest(BaseModel):
     common: CommonRecord
     cells: list[CellRecord]
     caffe: list[CaffeArtifactRecord] = []
+    mxnet_patches: list[MxnetPatchRecord] = []  # source patches for an MXNet build (perseus-mxnet-sync-bn.patch)
 
     @property
     def built(self) -> list[CellRecord]:
@@ -42,7 +44,8 @@ class Manifest(BaseModel):
 
 
 def make_manifest(record: BuildRecord, folders: list[str],
-                  caffe: list[CaffeArtifactRecord] | None = None) -> Manifest:
+                  caffe: list[CaffeArtifactRecord] | None = None,
+                  mxnet_patches: list[MxnetPatchRecord] | None = None) -> Manifest:
     if record.common is None:
         raise ValueError("the build record has no perseus-common wheel")
     indexes = {"": simple_index_dir(None)}
@@ -55,4 +58,5 @@ def make_manifest(record: BuildRecord, folders: list[str],
         common=record.common,
         cells=sorted(record.cells, key=lambda c: c.key),
         caffe=caffe or [],
+        mxnet_patches=mxnet_patches or [],
     )

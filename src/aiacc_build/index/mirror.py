@@ -7,6 +7,7 @@ Layout (every path from the mirror root):
     <folder>/simple/<project>/index.html          PEP 503: that folder's framework wheels + perseus-common
     simple/perseus-common/index.html              root index: perseus-common alone
     manifest.json                                 every cell, built or deferred, with digest and fingerprint
+    mxnet/patches/<patch>                         the release's MXNet source patch (aiacc_build.mxnet_patch)
     SHA256SUMS                                    every published file (not the index pages)
 
 Why perseus-common is in every folder's index: `pip install --index-url <mirror>/cpu/simple/
@@ -31,6 +32,7 @@ from ..paths import DIST_DIR
 from ..render.output import RenderedFile
 from .checksums import published_files, write_checksums
 from ..caffe.package import Artifact, expected
+from ..mxnet_patch import MxnetPatchRecord, publish as publish_mxnet_patch
 from .manifest import CaffeArtifactRecord, Manifest, make_manifest
 from .served import served_files, write_rendered
 from .simple import IndexedFile, write_index
@@ -88,7 +90,7 @@ def build_index(
         raise BuildError(f"the build of release {release} has no perseus-common wheel: run `{hints.build(release, dist_dir)}` again")
     arches = tuple(sorted({c.arch.value for c in loaded.cells}))
     caffe = caffe_records(root, expected(loaded.info, arches))
-    return _publish(record, root, served_files(loaded, record, base_url), caffe)
+    return _publish(record, root, served_files(loaded, record, base_url), caffe, publish_mxnet_patch(loaded.info, root))
 
 
 def caffe_records(root: Path, artifacts: list[Artifact]) -> list[CaffeArtifactRecord]:
@@ -105,7 +107,8 @@ def caffe_records(root: Path, artifacts: list[Artifact]) -> list[CaffeArtifactRe
 
 
 def _publish(record: BuildRecord, root: Path, rendered_files: list[RenderedFile],
-             caffe: list[CaffeArtifactRecord] | None = None) -> IndexResult:
+             caffe: list[CaffeArtifactRecord] | None = None,
+             mxnet_patches: list[MxnetPatchRecord] | None = None) -> IndexResult:
     assert record.common is not None
     common = record.common
     _verify(root, common.path, common.sha256)
@@ -123,7 +126,7 @@ def _publish(record: BuildRecord, root: Path, rendered_files: list[RenderedFile]
     for folder, files in sorted(folders.items()):
         pages += write_index(root, folder, [*files, common_file])
 
-    manifest = make_manifest(record, sorted(folders), caffe)
+    manifest = make_manifest(record, sorted(folders), caffe, mxnet_patches)
     (root / MANIFEST_FILENAME).write_text(manifest.model_dump_json(indent=2) + "\n")
     for rendered in rendered_files:
         write_rendered(root, rendered)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import MatrixError, UnsupportedCellError
-from ..model import Arch, CaffeArtifacts, Cell, Framework, ReleaseInfo, WheelTagRules
+from ..model import Arch, CaffeArtifacts, Cell, Framework, MxnetSourcePatch, ReleaseInfo, WheelTagRules
 from ..paths import MATRIX_DIR, RELEASES_DIR
 from .derive import Deriver
 from .facts import Facts, load_facts
@@ -46,6 +46,11 @@ def release_info(model: ReleaseFile) -> ReleaseInfo:
             patches=tuple(model.caffe.patches),
             platforms=tuple(model.caffe.platforms),
             gpu_toolkit=model.caffe.gpu_toolkit,
+        ),
+        mxnet_patch=None if model.mxnet_patch is None else MxnetSourcePatch(
+            upstream_version=model.mxnet_patch.upstream_version,
+            upstream_commit=model.mxnet_patch.upstream_commit,
+            patch=model.mxnet_patch.patch,
         ),
     )
 

@@ -159,6 +159,16 @@ class CaffeSection(Strict):
     gpu_toolkit: str = Field(description="the CUDA + cuDNN a GPU build of the patched Caffe needs (CI job)")
 
 
+class MxnetPatchSection(Strict):
+    """The MXNet SyncBatchNorm source patch (manual 4.7): recipes/mxnet/patches/<patch>, for one apache/mxnet
+    commit, published as mxnet/patches/<patch>."""
+
+    upstream_version: VersionStr = Field(description="the apache/mxnet release the patch applies to")
+    upstream_commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] = Field(
+        description="the apache/mxnet commit of that release's tag")
+    patch: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]*\.patch$")]
+
+
 class ReleaseFile(Strict):
     """A release matrix: its naming data and the rules that derive its cells from the facts."""
 
@@ -168,6 +178,7 @@ class ReleaseFile(Strict):
     arches: list[ArchName] = Field(min_length=1)
     frameworks: dict[FrameworkName, FrameworkRules] = Field(min_length=1)
     caffe: CaffeSection | None = None
+    mxnet_patch: MxnetPatchSection | None = None
 
 
 # --- facts files: matrix/facts/<framework>.yaml (hand-written, cited) ---------------------------------

@@ -17,6 +17,7 @@ from ..adapters import adapter_for
 from ..wheels.plan import binding_problem
 from ..wheels.record import BuildRecord, CellRecord
 from ..caffe.package import expected as caffe_expected
+from ..mxnet_patch import patch_path as mxnet_patch_path
 from ..model import Cell, ReleaseInfo, group_cells
 from .docker import unpublished_base
 from .output import RenderedFile
@@ -101,6 +102,9 @@ def render_support(
     entries = support_entries(cells, record, base_images)
     arches = tuple(sorted({c.arch.value for c in cells}))
     caffe = [{"path": a.path, "kind": a.kind, "platform": a.platform} for a in caffe_expected(release, arches)]
+    patch = release.mxnet_patch
+    mxnet_patches = [] if patch is None else [{"path": mxnet_patch_path(patch.patch), "upstream": f"apache/mxnet {patch.upstream_version}",
+                                               "upstream_commit": patch.upstream_commit}]
     counts = Counter(e["status"] for e in entries)
     document = {
         "release": release.version,
@@ -110,6 +114,7 @@ def render_support(
         "counts": {s: counts.get(s, 0) for s in STATUSES},
         "cells": entries,
         "caffe": caffe,
+        "mxnet_patches": mxnet_patches,
     }
     markdown = render(
         "SUPPORT.md.j2",
@@ -117,6 +122,7 @@ def render_support(
         entries=entries,
         caffe=caffe,
         caffe_info=release.caffe,
+        mxnet_patches=mxnet_patches,
         counts=document["counts"],
         has_record=record is not None,
         install_script=naming.INSTALL_SCRIPT_NAME,

@@ -11,5 +11,6 @@ faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 def emit(result: Dict[str, Any]) -> None:
-    with open(os.environ["PERSEUS_TEST_OUT"], "w") as f:
+    # under a launcher that gives every rank one environment, "{rank}" in the path makes it per rank
+    with open(os.environ["PERSEUS_TEST_OUT"].replace("{rank}", os.environ.get("RANK", "0")), "w") as f:
         json.dump(result, f)

@@ -5,7 +5,9 @@ problem; it prints one `REPORT {json}` line: its rank, the losses per step, a di
 variables, and what the collectives returned.
   tape:  broadcast_variables + a tf.function GradientTape loop with DistributedGradientTape (fp16
          compression), plus eager allreduce sum / average, allgather of uneven rows, broadcast;
-  keras: model.fit with hvd.keras.DistributedOptimizer and the three callbacks (Keras 3);
+  keras: model.fit with hvd.keras.DistributedOptimizer and the three callbacks, on the Keras tf.keras is
+         (Keras 3; Keras 2 with TF_USE_LEGACY_KERAS=1 or on TensorFlow <= 2.15), with the bytes the
+         engine put on the wire during fit; `keras legacy`: Keras 2's legacy Adam;
   tf1:   eager execution off, a TF1 graph trained by DistributedOptimizer(AdamOptimizer) in a
          MonitoredTrainingSession with BroadcastGlobalVariablesHook(0).
 """
@@ -89,16 +91,31 @@ def run_tape(rank: int, size: int) -> dict:
     return {"losses": losses, "before": before, "after": digest(model.trainable_variables)}
 
 
-def run_keras(rank: int, size: int) -> dict:
+def wire() -> dict:
+    return {dtype: hvd.engine_wire_bytes(dtype)[0] for dtype in ("float16", "float32")}
+
+
+def run_keras(rank: int, size: int, legacy: bool = False) -> dict:
     x, y = shard(rank, size)
     model = model_for(rank)
-    opt = hvd.keras.DistributedOptimizer(tf.keras.optimizers.Adam(learning_rate=0.01))
-    model.compile(optimizer=opt, loss="mse", jit_compile=False)
+    adam = tf.keras.optimizers.legacy.Adam if legacy else tf.keras.optimizers.Adam
+    opt = hvd.keras.DistributedOptimizer(adam(learning_rate=0.01))
+    model.compile(optimizer=opt, loss="mse", **({} if keras_major() < 3 else {"jit_compile": False}))
     callbacks = [hvd.keras.callbacks.BroadcastGlobalVariablesCallback(0), hvd.keras.callbacks.MetricAverageCallback(),
                  hvd.keras.callbacks.LearningRateWarmupCallback(initial_lr=0.01, warmup_epochs=2, steps_per_epoch=4)]
+    before = wire()
     history = model.fit(x, y, batch_size=32, epochs=6, shuffle=False, verbose=0, callbacks=callbacks)
+    after = wire()
     return {"losses": [float(v) for v in history.history["loss"]], "after": digest(model.variables),
-            "optimizer_class": type(model.optimizer).__name__}
+            "optimizer_class": type(model.optimizer).__name__, "optimizer_module": type(model.optimizer).__module__,
+            "keras_major": keras_major(), "steps": int(model.optimizer.iterations.numpy()),
+            "gradient_elements": int(sum(int(np.prod(v.shape)) for v in model.trainable_variables)),
+            "fit_wire": {dtype: after[dtype] - before[dtype] for dtype in after}}
+
+
+def keras_major() -> int:
+    name = getattr(tf.keras, "__name__", "")
+    return int(sys.modules[name.split(".")[0]].__version__.split(".")[0])
 
 
 def run_tf1(rank: int, size: int) -> dict:
@@ -141,7 +158,7 @@ def main() -> int:
         report.update(run_tf1(rank, size))
     else:
         report.update(collectives_report(rank, size))
-        report.update(run_tape(rank, size) if case == "tape" else run_keras(rank, size))
+        report.update(run_tape(rank, size) if case == "tape" else run_keras(rank, size, "legacy" in sys.argv[2:]))
     info = hvd.engine_info()
     report["collectives_issued"] = info["collectives"]
     report["fp16_wire"] = bool(info["intra_fp16"])

@@ -5,12 +5,14 @@
 #include <mshadow/base.h>
 #include <mxnet/base.h>
 
+#include <atomic>
 #include <string>
 
 #include "perseus/core.h"
 
 namespace {
 thread_local std::string g_error;
+std::atomic<perseus_engine*> g_engine{nullptr};
 
 int half_dtype(int type_flag, perseus_half_dtype* out) {
   if (type_flag == mshadow::kFloat16) {
@@ -34,6 +36,8 @@ int perseus_mxnet_header_version(void) { return MXNET_VERSION; }
 const char* perseus_mxnet_core_version(void) { return perseus_core_version(); }
 const char* perseus_mxnet_dispatch(void) { return perseus_dispatch_name(); }
 const char* perseus_mxnet_last_error(void) { return g_error.c_str(); }
+void perseus_mxnet_set_engine(perseus_engine* engine) { g_engine.store(engine); }
+perseus_engine* perseus_mxnet_engine(void) { return g_engine.load(); }
 
 int perseus_mxnet_compress(const float* src, void* dst, int dst_type_flag, uint64_t n, float scale,
                            uint64_t* nonfinite) {

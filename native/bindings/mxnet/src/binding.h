@@ -5,6 +5,8 @@
 #define PERSEUS_MXNET_BINDING_H
 #include <stdint.h>
 
+#include "perseus/engine.h"
+
 #define PERSEUS_MXNET_API __attribute__((visibility("default")))
 
 #ifdef __cplusplus
@@ -17,6 +19,10 @@ PERSEUS_MXNET_API int perseus_mxnet_header_version(void);
 PERSEUS_MXNET_API const char* perseus_mxnet_core_version(void);
 PERSEUS_MXNET_API const char* perseus_mxnet_dispatch(void);
 PERSEUS_MXNET_API const char* perseus_mxnet_last_error(void);
+/* The engine perseus.mxnet.init() created (NULL before init and after shutdown): what the operator of
+ * perseus-mxnet-sync-bn.patch (_contrib_PerseusSyncBatchNorm, in a patched libmxnet) exchanges through. */
+PERSEUS_MXNET_API void perseus_mxnet_set_engine(perseus_engine* engine);
+PERSEUS_MXNET_API perseus_engine* perseus_mxnet_engine(void);
 /* dtype: MXNet's type flag of dst (mshadow kFloat16); 0 on success, else a core status. */
 PERSEUS_MXNET_API int perseus_mxnet_compress(const float* src, void* dst, int dst_type_flag, uint64_t n,
                                              float scale, uint64_t* nonfinite);

@@ -3,16 +3,21 @@
 TensorFlow states its own build flags (tf.sysconfig.get_compile_flags() / get_link_flags(): include
 directory, _GLIBCXX_USE_CXX11_ABI, the C++ standard, libtensorflow_framework), so this script imports
 it with the build interpreter; its CUDA comes from tf.sysconfig.get_build_info(). Environment:
-  PERSEUS_RELEASE          the perseus release (default: the build's default-release)
+  PERSEUS_RELEASE             the perseus release (default: the build's default-release)
+  PERSEUS_TENSORFLOW_PYTHON   the interpreter whose TensorFlow to build for, when it is not the one
+                              running the build backend (TensorFlow 1.15 lives on Python 3.6, which
+                              scikit-build-core does not run on): this script re-runs itself there
 
   python tensorflow_info.py [--json | --cmake FILE]
 """
 import json
 import os
 import re
+import subprocess
 import sys
 
 DEFAULT_RELEASE = "1.5.0"
+PYTHON_ENV = "PERSEUS_TENSORFLOW_PYTHON"
 
 
 class TensorflowNotFound(RuntimeError):
@@ -34,14 +39,16 @@ def _import_tensorflow():
 def parse_flags(compile_flags, link_flags):
     """The include directory, C++ ABI, C++ standard, other definitions, library directory and the
     framework library's file name, from tf.sysconfig's lists."""
-    include_dir, abi, standard, defines = None, None, 17, []
+    # TensorFlow 2.x names its C++ standard; 1.x names none and was built as C++11/14: C++14 then, never
+    # 17, under which absl's string_view/optional would become std:: types TensorFlow's symbols lack
+    include_dir, abi, standard, defines = None, None, 14, []
     for flag in compile_flags:
         if flag.startswith("-I"):
             include_dir = flag[2:]
         elif flag.startswith("-D_GLIBCXX_USE_CXX11_ABI="):
             abi = flag.split("=", 1)[1] == "1"
         elif re.match(r"^-?-std=c\+\+(\d+)$", flag):
-            standard = max(17, int(re.match(r"^-?-std=c\+\+(\d+)$", flag).group(1)))
+            standard = max(14, int(re.match(r"^-?-std=c\+\+(\d+)$", flag).group(1)))
         elif flag.startswith("-D"):
             defines.append(flag[2:])
     lib_dir, lib_name = None, None
@@ -70,7 +77,25 @@ def version_only(default=DEFAULT_RELEASE):
     return release(default), info()["tensorflow_public_version"]
 
 
+def _info_from(python):
+    """info() as computed by another interpreter (the one with the TensorFlow to build for)."""
+    env = dict(os.environ)
+    env.pop(PYTHON_ENV, None)
+    try:
+        done = subprocess.run([python, os.path.abspath(__file__), "--json"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, universal_newlines=True, env=env)
+    except OSError as error:
+        raise TensorflowNotFound("%s=%s cannot be run (%s): name a Python with TensorFlow installed"
+                                 % (PYTHON_ENV, python, error))
+    if done.returncode != 0:
+        raise TensorflowNotFound("%s=%s: %s" % (PYTHON_ENV, python, done.stderr.strip()[-2000:]))
+    return json.loads(done.stdout)
+
+
 def info():
+    other = os.environ.get(PYTHON_ENV)
+    if other and os.path.realpath(other) != os.path.realpath(sys.executable):
+        return _info_from(other)
     tf = _import_tensorflow()
     data = parse_flags(tf.sysconfig.get_compile_flags(), tf.sysconfig.get_link_flags())
     build = tf.sysconfig.get_build_info() if hasattr(tf.sysconfig, "get_build_info") else {}

@@ -9,6 +9,7 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tf_compat.h"
 
 namespace perseus_tf {
 namespace {
@@ -39,7 +40,7 @@ bool engine_dtype(DataType type, perseus_engine_dtype* out) {
 
 ::tensorflow::Status status_of(perseus_engine_status status, const std::string& message) {
   switch (status) {
-    case PERSEUS_ENGINE_OK: return ::tensorflow::OkStatus();
+    case PERSEUS_ENGINE_OK: return ok_status();
     case PERSEUS_ENGINE_INVALID_ARGUMENT: return errors::InvalidArgument(message);
     case PERSEUS_ENGINE_UNSUPPORTED: return errors::Unimplemented(message);
     case PERSEUS_ENGINE_MISMATCH: return errors::FailedPrecondition(message);
@@ -100,7 +101,7 @@ REGISTER_OP("PerseusAllreduce")
     .SetIsStateful()
     .SetShapeFn([](shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
-      return ::tensorflow::OkStatus();
+      return ok_status();
     })
     .Doc("Sum or average of the tensor over every rank (PERSEUS_ALLREDUCE_DTYPE decides fp32's wire).");
 
@@ -118,11 +119,11 @@ class AllreduceOp : public CollectiveOp {
     const Tensor& input = ctx->input(0);
     Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, input.shape(), &output), done);
-    if (input.TotalBytes() > 0) std::memcpy(output->data(), input.data(), input.TotalBytes());
+    if (input.TotalBytes() > 0) std::memcpy(buffer_of(*output), buffer_of(input), input.TotalBytes());
     const int64_t shape[1] = {flat_shape(input)};
     perseus_engine_handle handle = 0;
     if (!submitted(ctx, done,
-                   perseus_engine_allreduce(engine, name_.c_str(), output->data(), dtype, 1, shape, op_, &handle)))
+                   perseus_engine_allreduce(engine, name_.c_str(), buffer_of(*output), dtype, 1, shape, op_, &handle)))
       return;
     complete_async(engine, handle, [ctx, done](perseus_engine_status status, const std::string& message) {
       ctx->SetStatus(status_of(status, message));
@@ -144,7 +145,7 @@ REGISTER_OP("PerseusBroadcast")
     .SetIsStateful()
     .SetShapeFn([](shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
-      return ::tensorflow::OkStatus();
+      return ok_status();
     })
     .Doc("The root rank's tensor on every rank.");
 
@@ -160,11 +161,12 @@ class BroadcastOp : public CollectiveOp {
     const Tensor& input = ctx->input(0);
     Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, input.shape(), &output), done);
-    if (input.TotalBytes() > 0) std::memcpy(output->data(), input.data(), input.TotalBytes());
+    if (input.TotalBytes() > 0) std::memcpy(buffer_of(*output), buffer_of(input), input.TotalBytes());
     const int64_t shape[1] = {flat_shape(input)};
     perseus_engine_handle handle = 0;
     if (!submitted(ctx, done,
-                   perseus_engine_broadcast(engine, name_.c_str(), output->data(), dtype, 1, shape, root_, &handle)))
+                   perseus_engine_broadcast(engine, name_.c_str(), buffer_of(*output), dtype, 1, shape, root_,
+                                            &handle)))
       return;
     complete_async(engine, handle, [ctx, done](perseus_engine_status status, const std::string& message) {
       ctx->SetStatus(status_of(status, message));
@@ -191,7 +193,7 @@ REGISTER_OP("PerseusAllgather")
       shape_inference::ShapeHandle out;
       TF_RETURN_IF_ERROR(c->Concatenate(c->Vector(c->UnknownDim()), tail, &out));
       c->set_output(0, out);
-      return ::tensorflow::OkStatus();
+      return ok_status();
     })
     .Doc("Every rank's tensor concatenated along the first dimension (which may differ by rank).");
 
@@ -212,7 +214,8 @@ class AllgatherOp : public CollectiveOp {
     const int64_t shape[2] = {input.dim_size(0), tail};
     perseus_engine_handle handle = 0;
     // the input tensor stays alive until done(): the op holds its inputs until then
-    if (!submitted(ctx, done, perseus_engine_allgather(engine, name_.c_str(), input.data(), dtype, 2, shape, &handle)))
+    if (!submitted(ctx, done,
+                   perseus_engine_allgather(engine, name_.c_str(), buffer_of(input), dtype, 2, shape, &handle)))
       return;
     complete_async(engine, handle, [ctx, done, engine, handle](perseus_engine_status status, const std::string& message) {
       if (status != PERSEUS_ENGINE_OK) {
@@ -243,7 +246,7 @@ class AllgatherOp : public CollectiveOp {
       Tensor* output = nullptr;
       ::tensorflow::Status st = ctx->allocate_output(0, out_shape, &output);
       if (st.ok() && total > 0) {
-        s = perseus_engine_allgather_result(engine, handle, nullptr, output->data(), output->TotalBytes(), &total);
+        s = perseus_engine_allgather_result(engine, handle, nullptr, buffer_of(*output), output->TotalBytes(), &total);
         if (s != PERSEUS_ENGINE_OK) st = status_of(s, engine_error("allgather", s));
       }
       ctx->SetStatus(st);

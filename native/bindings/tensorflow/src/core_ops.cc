@@ -8,6 +8,7 @@
 #include "tensorflow/core/framework/op.h"
 #include "tensorflow/core/framework/op_kernel.h"
 #include "tensorflow/core/framework/shape_inference.h"
+#include "tf_compat.h"
 
 namespace perseus_tf {
 namespace {
@@ -18,7 +19,6 @@ using ::tensorflow::OpKernelConstruction;
 using ::tensorflow::OpKernelContext;
 using ::tensorflow::Tensor;
 using ::tensorflow::TensorShape;
-using ::tensorflow::tstring;
 namespace errors = ::tensorflow::errors;
 
 REGISTER_OP("PerseusBuildInfo")
@@ -27,7 +27,7 @@ REGISTER_OP("PerseusBuildInfo")
     .Output("dispatch: string")
     .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
       for (int i = 0; i < 3; ++i) c->set_output(i, c->Scalar());
-      return ::tensorflow::OkStatus();
+      return ok_status();
     })
     .Doc("The build manifest compiled into this library, the core's release and its CPU dispatch path.");
 
@@ -39,7 +39,7 @@ class BuildInfoOp : public OpKernel {
     for (int i = 0; i < 3; ++i) {
       Tensor* out = nullptr;
       OP_REQUIRES_OK(ctx, ctx->allocate_output(i, TensorShape({}), &out));
-      out->scalar<tstring>()() = values[i];
+      out->scalar<TfString>()() = values[i];
     }
   }
 };
@@ -50,7 +50,7 @@ perseus_half_dtype half_of(DataType type) {
 }
 
 ::tensorflow::Status core_status(perseus_status status, const char* op) {
-  if (status == PERSEUS_OK) return ::tensorflow::OkStatus();
+  if (status == PERSEUS_OK) return ok_status();
   const std::string message = std::string("perseus.") + op + ": " + perseus_last_error();
   if (status == PERSEUS_ERR_INVALID_ARGUMENT) return errors::InvalidArgument(message);
   if (status == PERSEUS_ERR_UNSUPPORTED) return errors::Unimplemented(message);
@@ -66,7 +66,7 @@ REGISTER_OP("PerseusCompress")
     .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
       c->set_output(1, c->Scalar());
-      return ::tensorflow::OkStatus();
+      return ok_status();
     })
     .Doc("dst = half(src * scale) in one rounding; nonfinite counts inf/NaN results.");
 
@@ -83,10 +83,10 @@ class CompressOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, src.shape(), &dst));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &nonfinite));
     uint64_t count = 0;
-    OP_REQUIRES_OK(ctx, core_status(perseus_compress(src.flat<float>().data(), dst->data(), half_of(type_),
+    OP_REQUIRES_OK(ctx, core_status(perseus_compress(src.flat<float>().data(), buffer_of(*dst), half_of(type_),
                                                      static_cast<uint64_t>(src.NumElements()), scale_, &count),
                                     "compress"));
-    nonfinite->scalar<int64_t>()() = static_cast<int64_t>(count);
+    nonfinite->scalar<TfInt64>()() = static_cast<TfInt64>(count);
   }
 
  private:
@@ -105,7 +105,7 @@ REGISTER_OP("PerseusDecompress")
     .SetShapeFn([](::tensorflow::shape_inference::InferenceContext* c) {
       c->set_output(0, c->input(0));
       c->set_output(1, c->Scalar());
-      return ::tensorflow::OkStatus();
+      return ok_status();
     })
     .Doc("dst = float(src) / (scale * world_size); nonfinite counts inf/NaN inputs.");
 
@@ -123,16 +123,16 @@ class DecompressOp : public OpKernel {
     OP_REQUIRES_OK(ctx, ctx->allocate_output(0, src.shape(), &dst));
     OP_REQUIRES_OK(ctx, ctx->allocate_output(1, TensorShape({}), &nonfinite));
     uint64_t count = 0;
-    OP_REQUIRES_OK(ctx, core_status(perseus_decompress(src.data(), half_of(type_), dst->flat<float>().data(),
+    OP_REQUIRES_OK(ctx, core_status(perseus_decompress(buffer_of(src), half_of(type_), dst->flat<float>().data(),
                                                        static_cast<uint64_t>(src.NumElements()), scale_,
                                                        world_size_, &count),
                                     "decompress"));
-    nonfinite->scalar<int64_t>()() = static_cast<int64_t>(count);
+    nonfinite->scalar<TfInt64>()() = static_cast<TfInt64>(count);
   }
 
  private:
   float scale_ = 1.0f;
-  int64_t world_size_ = 1;
+  TfInt64 world_size_ = 1;
   DataType type_ = ::tensorflow::DT_HALF;
 };
 REGISTER_KERNEL_BUILDER(Name("PerseusDecompress").Device(::tensorflow::DEVICE_CPU), DecompressOp);

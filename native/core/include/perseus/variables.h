@@ -99,6 +99,12 @@
 /* PERSEUS_MPI_BOOTSTRAP_LIBRARY: the plugin through which the engine agrees rank 0's address under a plain mpirun. Allowed: the path of a libperseus_mpi_<mpi>.so. Since 2.0.0. */
 #define PERSEUS_ENV_MPI_BOOTSTRAP_LIBRARY "PERSEUS_MPI_BOOTSTRAP_LIBRARY"
 
+/* PERSEUS_NCCL_LIBRARY: the NCCL the engine loads for device buffers (docs/device.md); pip install nvidia-nccl-cu12 provides one. Allowed: the path of a libnccl.so.2. Since 2.0.0. */
+#define PERSEUS_ENV_NCCL_LIBRARY "PERSEUS_NCCL_LIBRARY"
+
+/* PERSEUS_CUDART_LIBRARY: the CUDA runtime the engine loads for device buffers (docs/device.md). Allowed: the path of a libcudart.so.12. Since 2.0.0. */
+#define PERSEUS_ENV_CUDART_LIBRARY "PERSEUS_CUDART_LIBRARY"
+
 /* PERSEUS_CAFFE_RANK_WEIGHTS: caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check). Allowed: a path prefix in a writable folder. Since 1.5.0. */
 #define PERSEUS_ENV_CAFFE_RANK_WEIGHTS "PERSEUS_CAFFE_RANK_WEIGHTS"
 

@@ -32,7 +32,7 @@ extern "C" {
 #define PERSEUS_ENGINE_API
 #endif
 
-#define PERSEUS_ENGINE_ABI_VERSION 2
+#define PERSEUS_ENGINE_ABI_VERSION 3 /* 3: device buffers (CUDA) */
 
 typedef enum perseus_engine_status {
   PERSEUS_ENGINE_OK = 0,
@@ -185,6 +185,43 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_serve(const char* 
                                                                     perseus_engine_store** store);
 PERSEUS_ENGINE_API int perseus_engine_store_port(perseus_engine_store* store);
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_stop(perseus_engine_store* store);
+
+/* ---- device buffers (CUDA; issue 12) ------------------------------------------------------------
+ * A collective on memory of CUDA device `device` (the id as this process numbers its devices; it may
+ * differ by rank). The caller must have finished writing the buffer (synchronised its stream) before the
+ * submit; the result is in place when perseus_engine_wait() returns. Ranks agree the order as for host
+ * buffers (a device buffer on one rank and a host buffer on another is a mismatch). Transport: NCCL when
+ * every rank has libnccl.so.2 (pip install nvidia-nccl-cu12; loaded at run time, never linked) and a GPU of
+ * its own; otherwise Gloo with host staging (cudaMemcpy). The fp32 fp16-wire policy (DTYPE=0) compresses on
+ * the device with the core's CUDA kernels. libcudart is loaded at run time too: without a device nothing
+ * CUDA is loaded, and a device submit fails with PERSEUS_ENGINE_UNSUPPORTED, "not supported: no CUDA device
+ * visible (cudaGetDeviceCount=...)". A library built without -DPERSEUS_ENGINE_DEVICE=ON fails every call
+ * below with PERSEUS_ENGINE_UNSUPPORTED saying so. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allreduce_device(
+    perseus_engine* engine, const char* name, void* device_buffer, perseus_engine_dtype dtype, int ndim,
+    const int64_t* shape, perseus_engine_reduce_op op, int device, perseus_engine_handle* handle);
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_broadcast_device(
+    perseus_engine* engine, const char* name, void* device_buffer, perseus_engine_dtype dtype, int ndim,
+    const int64_t* shape, int root, int device, perseus_engine_handle* handle);
+
+typedef struct perseus_engine_device_report {
+  int built;                 /* 1: this library has the device backend (-DPERSEUS_ENGINE_DEVICE=ON) */
+  int cuda_kernels;          /* 1: the core's CUDA kernels are in (fp16 wire compressed on the device) */
+  int cuda_runtime_version;  /* cudaRuntimeGetVersion, 0: no CUDA runtime loaded */
+  int device_count;          /* cudaGetDeviceCount (0 on an error) */
+  int device_count_status;   /* its cudaError_t; -1: no CUDA runtime loaded */
+  int nccl_version;          /* ncclGetVersion (22105 = 2.21.5); 0: NCCL not loaded */
+  char cuda_library[512];    /* the libcudart file loaded ("" if none) */
+  char nccl_library[512];    /* the libnccl file loaded ("" if none) */
+  char cuda_message[1024];   /* why there is no device ("" when there is one) */
+  char nccl_message[1024];   /* why NCCL is not usable ("" when it is) */
+} perseus_engine_device_report;
+/* Loads the CUDA runtime and NCCL (once per process; needs no device) and reports what it found. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_device_report_get(perseus_engine_device_report* report);
+/* A folder that may hold nvidia/<package>/lib (a site-packages folder): searched for libnccl.so.2 and
+ * libcudart.so.12 after PERSEUS_NCCL_LIBRARY / PERSEUS_CUDART_LIBRARY and a copy already loaded, before the
+ * system's search. The Python handle adds sys.path's entries. Call before the first device use. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_library_dir_add(const char* dir);
 
 #ifdef __cplusplus
 }

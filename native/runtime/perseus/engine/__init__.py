@@ -18,8 +18,9 @@ import os
 import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from . import _buffers, _library
+from . import _buffers, _device, _library
 from ._buffers import BFLOAT16, FLOAT16, FLOAT32, FLOAT64, INT32, INT64, UINT8
+from ._device import device_report
 from ._library import EngineLibraryError
 
 OK, INVALID_ARGUMENT, UNSUPPORTED, COMMUNICATION, MISMATCH, NONFINITE, SHUT_DOWN, PENDING = range(8)
@@ -27,7 +28,7 @@ _OPS = {"sum": 0, "average": 1}
 
 __all__ = ["Engine", "Handle", "EngineError", "CommunicationError", "MismatchError", "NonFiniteError",
            "ShutDownError", "UnsupportedError", "EngineLibraryError", "FLOAT32", "FLOAT16", "BFLOAT16",
-           "FLOAT64", "INT32", "INT64", "UINT8"]
+           "FLOAT64", "INT32", "INT64", "UINT8", "device_report"]
 
 
 class EngineError(RuntimeError):
@@ -315,6 +316,19 @@ class Engine:
         _check(self._lib, fn(self._ptr(), level.encode(), _buffers.dtype_code(dtype), ctypes.byref(nbytes),
                              ctypes.byref(calls)))
         return nbytes.value, calls.value
+
+    def allreduce_device_async(self, name: str, address: int, dtype: Any, shape: Sequence[int], device: int,
+                               op: str = "sum", keepalive: Any = None) -> Handle:
+        """In place allreduce of CUDA device memory at `address` on `device` (see _device.py)."""
+        h = ctypes.c_int64()
+        _check(self._lib, _device.submit_allreduce(self._lib, self._ptr(), name, address, dtype, shape, device, op, h))
+        return Handle(self, h.value, "allreduce", _buffers.raw(address, dtype, shape, keepalive))
+
+    def broadcast_device_async(self, name: str, address: int, dtype: Any, shape: Sequence[int], device: int,
+                               root: int = 0, keepalive: Any = None) -> Handle:
+        h = ctypes.c_int64()
+        _check(self._lib, _device.submit_broadcast(self._lib, self._ptr(), name, address, dtype, shape, device, root, h))
+        return Handle(self, h.value, "broadcast", _buffers.raw(address, dtype, shape, keepalive))
 
     def barrier(self, name: str) -> None:
         h = ctypes.c_int64()

@@ -9,9 +9,10 @@ Where the library comes from, first match wins:
 
 import ctypes
 import os
-from typing import Optional
+import sys
+from typing import List, Optional
 
-ABI_VERSION = 2
+ABI_VERSION = 3  # 3: device buffers (perseus_engine_*_device, _device_report_get, _library_dir_add)
 MAX_DIMS = 8
 LIBRARY_ENV = "PERSEUS_ENGINE_LIBRARY"
 PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libperseus_engine.so")
@@ -47,6 +48,13 @@ class Info(ctypes.Structure):
         ("offline_batches", ctypes.c_uint64), ("offline", ctypes.c_int), ("plan_collectives", ctypes.c_int),
         ("renegotiations", ctypes.c_uint64), ("streams_in_use", ctypes.c_int), ("stream_tuning", ctypes.c_int),
         ("tuned_seconds_per_gib_one", ctypes.c_double), ("tuned_seconds_per_gib_all", ctypes.c_double)]
+
+
+class DeviceReport(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_int) for name in (
+        "built", "cuda_kernels", "cuda_runtime_version", "device_count", "device_count_status", "nccl_version")] + [
+        ("cuda_library", ctypes.c_char * 512), ("nccl_library", ctypes.c_char * 512),
+        ("cuda_message", ctypes.c_char * 1024), ("nccl_message", ctypes.c_char * 1024)]
 
 
 class EngineLibraryError(RuntimeError):
@@ -102,13 +110,24 @@ def load(path: Optional[str] = None) -> ctypes.CDLL:
         return _lib
     path = path or library_path()
     lib = ctypes.CDLL(path)
-    _declare(lib)
-    version = lib.perseus_engine_abi_version()
+    lib.perseus_engine_abi_version.restype = ctypes.c_int
+    lib.perseus_engine_abi_version.argtypes = []
+    version = lib.perseus_engine_abi_version()  # before any other symbol: an older library may lack them
     if version != ABI_VERSION:
         raise EngineLibraryError("{} has C ABI version {}, this module speaks {}: use the library and the "
                                  "perseus-common package of one release".format(path, version, ABI_VERSION))
+    _declare(lib)
+    add_site_dirs(lib, sys.path)
     _lib, _lib_path = lib, os.path.realpath(path)
     return lib
+
+
+def add_site_dirs(lib: ctypes.CDLL, entries: List[str]) -> None:
+    """Where pip puts NVIDIA's libraries (<site-packages>/nvidia/nccl/lib/libnccl.so.2, nvidia/cuda_runtime/lib):
+    the engine searches these folders when a device buffer first needs NCCL or the CUDA runtime."""
+    for entry in entries:
+        if entry and os.path.isdir(os.path.join(entry, "nvidia")):
+            lib.perseus_engine_library_dir_add(os.path.abspath(entry).encode())
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -136,6 +155,12 @@ def _declare(lib: ctypes.CDLL) -> None:
         "perseus_engine_store_serve": (c_int, [c_char_p, c_int, ctypes.POINTER(c_void_p)]),
         "perseus_engine_store_port": (c_int, [c_void_p]),
         "perseus_engine_store_stop": (c_int, [c_void_p]),
+        "perseus_engine_allreduce_device": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_int, p_i64, c_int, c_int,
+                                                    handle_p]),
+        "perseus_engine_broadcast_device": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_int, p_i64, c_int, c_int,
+                                                    handle_p]),
+        "perseus_engine_device_report_get": (c_int, [ctypes.POINTER(DeviceReport)]),
+        "perseus_engine_library_dir_add": (c_int, [c_char_p]),
     }
     for name, (restype, argtypes) in sigs.items():
         fn = getattr(lib, name)

@@ -7,7 +7,9 @@ and none serves one. So the store outlives any rank (rank 0 included), and no po
 and bound by another. A child process rather than a thread: perseusrun forks the ranks afterwards, which must
 not happen while threads of a C++ library may hold locks. The store ends when perseusrun closes the child's
 stdin (or dies: the child gets SIGKILL then). Without the engine library (a binding built without it) nothing
-is started and rank 0 serves as before.
+is started and rank 0 serves as before. The library: PERSEUS_ENGINE_LIBRARY, perseus-common's own, else the
+engine module an installed binding carries (perseus_torch's _perseus_engine.so holds the engine and no torch
+code, so the child loads it without torch).
 
     python -m perseus.run.store    # prints "PORT <n>" (or "ERROR <why>"), serves until stdin closes
 """
@@ -41,6 +43,28 @@ class StoreProcess:
                 stream.close()
 
 
+BINDING_ENGINE_FILE = "_perseus_engine.so"  # a binding's engine module (perseus_torch's), framework-free
+
+
+def engine_library() -> Optional[str]:
+    """The engine library the store child loads, or None when this installation has none."""
+    import glob
+    import os
+
+    import perseus
+    from perseus.engine import _library
+
+    if os.environ.get(_library.LIBRARY_ENV):
+        return os.environ[_library.LIBRARY_ENV]
+    if os.path.isfile(_library.PACKAGED):
+        return _library.PACKAGED
+    for directory in perseus.__path__:
+        found = sorted(glob.glob(os.path.join(directory, "*", BINDING_ENGINE_FILE)))
+        if found:
+            return found[0]
+    return None
+
+
 def start() -> Tuple[Optional[StoreProcess], Optional[str]]:
     """(the serving child, None), or (None, why the ranks' rank 0 serves the store instead; None when this
     installation has no engine library at all: nothing to say to a job that cannot use the engine)."""
@@ -50,11 +74,13 @@ def start() -> Tuple[Optional[StoreProcess], Optional[str]]:
 
     from .supervisor import _die_with_parent
 
-    if not os.environ.get(_library.LIBRARY_ENV) and not os.path.isfile(_library.PACKAGED):
+    library = engine_library()
+    if library is None:
         return None, None
 
     popen = subprocess.Popen([sys.executable, "-m", "perseus.run.store"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
+                             env=dict(os.environ, **{_library.LIBRARY_ENV: library}),
                              start_new_session=True, preexec_fn=_die_with_parent)
     line = popen.stdout.readline().strip()  # the child answers at once: a bind on port 0 cannot wait
     if line.startswith("PORT "):

@@ -150,6 +150,8 @@ def _declare(lib):
         "perseus_mxnet_core_version": (c_char_p, []),
         "perseus_mxnet_dispatch": (c_char_p, []),
         "perseus_mxnet_last_error": (c_char_p, []),
+        "perseus_mxnet_set_engine": (None, [c_void_p]),
+        "perseus_mxnet_engine": (c_void_p, []),
         "perseus_mxnet_compress": (c_int, [c_void_p, c_void_p, c_int, c_u64, ctypes.c_float, ctypes.POINTER(c_u64)]),
         "perseus_mxnet_decompress": (c_int, [c_void_p, c_int, c_void_p, c_u64, ctypes.c_float, ctypes.c_int64,
                                              ctypes.POINTER(c_u64)]),

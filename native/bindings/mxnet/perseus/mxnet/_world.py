@@ -4,7 +4,7 @@ wire with the gradient scale by default, PERSEUS_ALLREDUCE_DTYPE=1 for fp32)."""
 import threading
 from typing import Any, Dict, Optional
 
-from . import _engine
+from . import _engine, _native
 
 _lock = threading.Lock()
 _engine_handle = None  # type: Optional[Any]
@@ -28,6 +28,8 @@ def init():
         _engine.use_binding_engine()
         _engine_handle = engine.Engine.from_environment()
         _info = _engine_handle.info()
+        # the operator of perseus-mxnet-sync-bn.patch (a patched libmxnet) exchanges through this engine
+        _native.load().perseus_mxnet_set_engine(_engine_handle._ptr())
 
 
 def shutdown():
@@ -37,6 +39,7 @@ def shutdown():
     with _lock:
         handle, _engine_handle, _info = _engine_handle, None, None
     if handle is not None:
+        _native.load().perseus_mxnet_set_engine(None)
         handle.close()
 
 

@@ -2,8 +2,9 @@
 
 `import perseus.mxnet` installs it as `mx.gluon.contrib.nn.PerseusSyncBatchNorm` (the seed's name), with the
 arguments of MXNet's `mx.gluon.contrib.nn.SyncBatchNorm` plus `comm_scope`:
-  - comm_scope=1 (default): the statistics of every rank's batch (one BatchNorm over the global batch);
-  - comm_scope=0: the statistics of the batches of the ranks on this node (engine's node numbering).
+  - comm_scope=0 (default, the manual's local mode): the statistics of the batches of the ranks on this node
+    (engine's node numbering);
+  - comm_scope=1 (global): the statistics of every rank's batch (one BatchNorm over the global batch).
 
 The per-channel sums are computed here in float64 and exchanged with the engine's allgather (exact: no
 fp16 wire, and every rank adds the same rows in the same order, so the ranks of a scope get bit-identical
@@ -112,7 +113,7 @@ class _SyncBatchNormOp(mx.operator.CustomOp):
 
 @mx.operator.register(OP_TYPE)
 class _SyncBatchNormProp(mx.operator.CustomOpProp):
-    def __init__(self, eps="1e-5", momentum="0.9", fix_gamma="False", use_global_stats="False", comm_scope="1",
+    def __init__(self, eps="1e-5", momentum="0.9", fix_gamma="False", use_global_stats="False", comm_scope="0",
                  key=""):
         # type: (str, str, str, str, str, str) -> None
         super(_SyncBatchNormProp, self).__init__(need_top_grad=True)
@@ -159,7 +160,7 @@ class PerseusSyncBatchNorm(mx.gluon.nn.BatchNorm):
 
     def __init__(self, in_channels=0, num_devices=None, momentum=0.9, epsilon=1e-5, center=True, scale=True,
                  use_global_stats=False, beta_initializer="zeros", gamma_initializer="ones",
-                 running_mean_initializer="zeros", running_variance_initializer="ones", comm_scope=1, **kwargs):
+                 running_mean_initializer="zeros", running_variance_initializer="ones", comm_scope=0, **kwargs):
         # type: (int, Any, float, float, bool, bool, bool, Any, Any, Any, Any, int, Any) -> None
         if comm_scope not in COMM_SCOPES:
             raise ValueError("PerseusSyncBatchNorm: comm_scope=%r; it is 0 (statistics of the ranks on this node) "
@@ -184,4 +185,8 @@ class PerseusSyncBatchNorm(mx.gluon.nn.BatchNorm):
 
 def install():
     # type: () -> None
+    """mx.gluon.contrib.nn.PerseusSyncBatchNorm: this custom-operator block, unless the running libmxnet was built
+    with perseus-mxnet-sync-bn.patch (its own operator and block, which exchange through the same engine)."""
+    if hasattr(mx.nd.contrib, "PerseusSyncBatchNorm") and hasattr(mx.gluon.contrib.nn, "PerseusSyncBatchNorm"):
+        return
     mx.gluon.contrib.nn.PerseusSyncBatchNorm = PerseusSyncBatchNorm

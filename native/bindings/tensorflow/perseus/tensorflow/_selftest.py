@@ -80,6 +80,8 @@ def main(argv=None):
     import tensorflow as tf
     from perseus.tensorflow import _native
 
+    if not tf.executing_eagerly():  # TensorFlow 1.x starts in graph mode; the checks read values eagerly
+        tf.compat.v1.enable_eager_execution()
     ops = _native.load()
     manifest, dispatch = _check_manifest(ops, tf, release, framework_version)
     scale = 2.0

@@ -9,8 +9,11 @@ The engine is made on first use:
   - torch.distributed initialised (DDP, or hvd.init() under a torch launcher): the ranks' numbers are
     torch's; the engine's store is at MASTER_ADDR:PERSEUS_MASTER_PORT when that is set, else at a free
     port rank 0 picks and publishes through torch's default store (no fixed port, no second launcher);
-  - otherwise (hvd.init() under perseusrun or a plain mpirun): perseus.engine.Engine.from_environment(),
-    which under a plain mpirun with no MASTER_ADDR agrees the address and port through MPI.
+  - otherwise (hvd.init() with PERSEUS_USE_DDP_LAUNCHER=0, or a plain mpirun): the launcher's numbers, the
+    store at MASTER_ADDR:PERSEUS_MASTER_PORT (else MASTER_PORT); under a plain mpirun with no MASTER_ADDR
+    the address and port are agreed through MPI.
+Under perseusrun (PERSEUS_STORE_ADDR set) the process's first engine joins the store perseusrun serves and no
+rank serves one, either way; a later engine rendezvous as above (the engine's store keys are not per engine).
 The wire policy (PERSEUS_ALLREDUCE_DTYPE/_MODE/_GRADIENT_SCALE/_STREAMS/_FUSION/_NANCHECK, ...) is the
 engine's, read from the environment when it is made. A model wrapped later under other values, with
 torch.distributed up, gets a new engine on a new port (every rank wraps its models in the same order).
@@ -228,6 +231,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _served_store(generation: int, size: int, launcher_size: int) -> Optional[Tuple[str, int]]:
+    """The store perseusrun serves for this job (PERSEUS_STORE_ADDR=HOST:PORT, already checked by the engine's
+    options), for the process's first engine of a world that is the launcher's."""
+    served = os.environ.get("PERSEUS_STORE_ADDR", "").strip()
+    if not served or generation != 0 or size < 2 or size != launcher_size:
+        return None
+    host, _, port = served.rpartition(":")
+    return host, int(port)
+
+
 def _make(cfg: perseus_config.PerseusConfig, policy: Tuple[Any, ...],
           generation: int) -> Tuple[native.Engine, Tuple[str, str, int]]:
     """The engine and where its store is: (how the port was chosen, address, port)."""
@@ -235,6 +248,15 @@ def _make(cfg: perseus_config.PerseusConfig, policy: Tuple[Any, ...],
     dist = _torch_dist()
     env = launch.detect()
     address = env.master_addr or os.environ.get("MASTER_ADDR")
+    served = _served_store(generation, dist.get_world_size() if dist else env.size, env.size)
+    if served is not None:
+        rank = dist.get_rank() if dist else env.rank
+        try:
+            return (native.Engine(rank, env.size, env.local_rank, env.local_size, env.node_rank, served[0], served[1],
+                                  serve_store=False), ("perseusrun", served[0], served[1]))
+        except native.EngineError as error:
+            raise PerseusWorldError("perseus cannot join the rendezvous store perseusrun serves at {}:{}: {}".format(
+                served[0], served[1], error)) from None
     if dist is None:
         if env.size > 1 and address is None and env.launcher in ("openmpi", "mpich"):
             try:  # a plain mpirun: MPI itself agrees rank 0's address and a free port

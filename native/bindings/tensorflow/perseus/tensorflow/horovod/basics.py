@@ -1,7 +1,7 @@
 """hvd.init() and who-am-I queries, from the engine the TensorFlow ops submit to."""
 import atexit
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from perseus.engine import Engine
 
@@ -78,6 +78,16 @@ def engine_info() -> Dict[str, int]:
     if engine is None:
         raise ValueError("perseus.tensorflow.horovod has not been initialised: call hvd.init() first")
     return engine.info()
+
+
+def engine_wire_bytes(dtype: str, level: str = "all") -> Tuple[int, int]:
+    """(payload bytes, collectives) of `dtype` ("float16", "float32", ...) this rank has handed to the
+    transport on `level` so far: what the wire policy did (an fp32 allreduce travels as float16 unless
+    PERSEUS_ALLREDUCE_DTYPE=1; a broadcast keeps its dtype)."""
+    engine = _engine_handle
+    if engine is None:
+        raise ValueError("perseus.tensorflow.horovod has not been initialised: call hvd.init() first")
+    return engine.wire_bytes(level, dtype)
 
 
 def mpi_threads_supported() -> bool:
