@@ -15,7 +15,12 @@ compute: torch's allreduce of one fp32 / fp16 tensor, or the perseus engine's al
 under the variant's policy) + its optimizer step. Bytes crossing the slow link per step are counted on the
 link (both namespaces' eth0 tx_bytes). Needs root.
 
-    sudo .venv/bin/python bench/ddp_2x2_bench.py [--steps 10] [--rounds 3] [--rate 1gbit]
+--also VAR=VALUE[,...] runs every selected perseus variant a second time with these settings too (e.g.
+PERSEUS_ENGINE_LIBRARY=<another build> for a before/after pair in one run); --profile has the engine print
+the busy seconds of each stage of its stream pipelines during the wire-alone runs (PERSEUS_ENGINE_PROFILE=1)
+and prints them per rank and allreduce: where a variant's wire time goes.
+
+    sudo .venv/bin/python bench/ddp_2x2_bench.py [--steps 10] [--rounds 3] [--rate 1gbit] [--also ...] [--profile]
 """
 
 import argparse
@@ -132,9 +137,20 @@ def worker(args: argparse.Namespace) -> None:
     dist.destroy_process_group()
 
 
+PROFILE_PREFIX = "perseus-engine-profile "
+
+
+def base_variant(variant: str) -> str:
+    return variant.split("[", 1)[0]
+
+
 def run(link: Link, variant: str, wire: bool, args: argparse.Namespace, port: int) -> List[Dict[str, object]]:
     env = dict(os.environ)
-    env.update(VARIANTS[variant])
+    env.update(VARIANTS[base_variant(variant)])
+    if "[" in variant:  # perseus_dtype2[A=1,B=2]: the --also settings
+        env.update(item.split("=", 1) for item in variant[variant.index("[") + 1:-1].split(","))
+    if wire and args.profile:
+        env["PERSEUS_ENGINE_PROFILE"] = "1"
     env.update({"WORLD_SIZE": "4", "MASTER_ADDR": ADDRESSES[0], "MASTER_PORT": str(port),
                 "PERSEUS_MASTER_PORT": str(port + 1), "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1",
                 "LOCAL_WORLD_SIZE": "2",
@@ -143,7 +159,7 @@ def run(link: Link, variant: str, wire: bool, args: argparse.Namespace, port: in
     for rank in range(4):
         node = rank // 2
         rank_env = dict(env, RANK=str(rank), LOCAL_RANK=str(rank % 2), GROUP_RANK=str(node))
-        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant, "--steps", str(args.steps),
+        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", base_variant(variant), "--steps", str(args.steps),
                 "--warmup", str(args.warmup), "--batch", str(args.batch)] + (["--wire"] if wire else [])
         procs.append(subprocess.Popen(link.command(node, argv), env=rank_env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, text=True))
@@ -153,11 +169,17 @@ def run(link: Link, variant: str, wire: bool, args: argparse.Namespace, port: in
             raise SystemExit("{}{} failed (rc {}):\n{}".format(variant, " (wire)" if wire else "", proc.returncode,
                                                                err[-4000:]))
     reports = []
-    for out, _ in outputs:
+    profiles = []
+    for out, err in outputs:
         for line in out.splitlines():
             if line.startswith("REPORT "):
                 reports.append(json.loads(line[len("REPORT "):]))
-    return sorted(reports, key=lambda r: r["rank"])
+        profiles += [json.loads(line[len(PROFILE_PREFIX):]) for line in err.splitlines()
+                     if line.startswith(PROFILE_PREFIX)]
+    reports = sorted(reports, key=lambda r: r["rank"])
+    if reports:
+        reports[0]["profiles"] = profiles
+    return reports
 
 
 def main() -> None:
@@ -170,6 +192,9 @@ def main() -> None:
     parser.add_argument("--rate", default="1gbit", help="tbf rate of each side of the link")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per run")
     parser.add_argument("--only", action="append", choices=list(VARIANTS), help="run only these variants")
+    parser.add_argument("--also", action="append", default=[], metavar="VAR=VALUE[,VAR=VALUE]",
+                        help="also run every selected perseus variant with these settings (repeatable)")
+    parser.add_argument("--profile", action="store_true", help="print the engine's stage times of the wire runs")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--worker", choices=list(VARIANTS), help=argparse.SUPPRESS)
     parser.add_argument("--wire", action="store_true", help=argparse.SUPPRESS)
@@ -181,6 +206,8 @@ def main() -> None:
     if problem:
         raise SystemExit("ddp_2x2_bench " + problem)
     names = args.only or list(VARIANTS)
+    names += ["{}[{}]".format(v, extra) for extra in args.also for v in list(names) if v.startswith("perseus")]
+    stage_busy: Dict[str, Dict[str, List[float]]] = {v: {} for v in names}  # "rank r: stage" -> s per allreduce
     steps: Dict[str, List[float]] = {v: [] for v in names}
     wires: Dict[str, List[float]] = {v: [] for v in names}
     forward: Dict[str, List[float]] = {v: [] for v in names}
@@ -198,6 +225,10 @@ def main() -> None:
                 port += 10
                 reports = run(link, variant, True, args, port)
                 wires[variant] += reports[0]["times"]
+                for prof in reports[0]["profiles"]:
+                    for stage, seconds in prof["busy_s"].items():
+                        key = "rank {} stream {}: {}".format(prof["rank"], prof["stream"], stage)
+                        stage_busy[variant].setdefault(key, []).append(seconds / (args.warmup + args.steps))
                 port += 10
                 reports = run(link, variant, False, args, port)
                 steps[variant] += reports[0]["times"]
@@ -206,13 +237,17 @@ def main() -> None:
                 sent[variant].append(sum(r["sent_per_step"] for r in reports))  # both directions of the link
                 loss[variant] = reports[0]["loss"]
                 policy[variant] = reports[0]["policy"]
+                print("round {} {}: step {:.4f} s, wire alone {:.4f} s (medians of this run; load {:.1f})".format(
+                    round_index + 1, variant, statistics.median(reports[0]["times"]), statistics.median(wires[variant][-args.steps:]),
+                    load[-1]), file=sys.stderr, flush=True)
     med = statistics.median
     rows = {}
     for v in names:
         floor = med(forward[v]) + med(wires[v]) + med(optim[v])
         rows[v] = {"step_s": med(steps[v]), "wire_alone_s": med(wires[v]), "floor_s": floor,
                    "step_over_floor": med(steps[v]) / floor, "mb_on_link_per_step": med(sent[v]) / 1e6,
-                   "loss": loss[v], "policy": policy[v]}
+                   "loss": loss[v], "policy": policy[v],
+                   "stage_busy_s_per_allreduce": {k: med(x) for k, x in sorted(stage_busy[v].items())}}
     summary = {"link": "2 namespaces x 2 ranks, veth tbf {} each way".format(args.rate),
                "parameters": sum(p.numel() for p in build_model().parameters()), "batch_per_rank": args.batch,
                "rounds": args.rounds, "steps": args.steps, "load_average_1min": [round(x, 2) for x in load],
@@ -237,6 +272,11 @@ def main() -> None:
     for v in names:
         if rows[v]["policy"]:
             print("{}: {}".format(v, rows[v]["policy"]))
+    for v in names:
+        if rows[v]["stage_busy_s_per_allreduce"]:
+            print("{}: engine stage busy seconds per allreduce of all gradients (wire runs):".format(v))
+            for key, seconds in rows[v]["stage_busy_s_per_allreduce"].items():
+                print("    {:<60} {:.4f}".format(key, seconds))
     if "dtype2_vs_torch_fp16_hook" in summary:
         print("perseus DTYPE=2 vs torch fp16_compress_hook: {:.2f}x (target >= 1.3x); DTYPE=2 step / its floor: "
               "{:.2f}x (target <= 1.10x)".format(summary["dtype2_vs_torch_fp16_hook"],

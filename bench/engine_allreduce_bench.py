@@ -9,8 +9,13 @@
 Each variant reports the median seconds per allreduce (and in brackets the 10th percentile: what a loaded
 machine still allows) and the bytes rank 0 sent per allreduce (eth0's
 tx_bytes: fp16 on the wire shows as half the bytes). torch is needed only for the torch variants.
+--fusion is the engine's PERSEUS_ALLREDUCE_FUSION (-1 automatic: a buffer above 4 MiB travels as 4 MiB
+slices through the stream's pipeline; 0: one collective, as the figures before 2026-11-24 08:00 UTC).
+--before PATH also runs the engine variants with the engine library at PATH (a build of another commit),
+as engine_fp32@before / engine_fp16@before, in the same run.
 
-    sudo .venv/bin/python bench/engine_allreduce_bench.py [--sizes 1,4,16,64,256] [--reps 5] [--json]
+    sudo .venv/bin/python bench/engine_allreduce_bench.py [--sizes 1,4,16,64,256] [--reps 5] [--fusion -1]
+        [--before PATH] [--json]
 """
 
 import argparse
@@ -32,14 +37,14 @@ VARIANTS = ("engine_fp32", "engine_fp16", "torch_fp32", "torch_fp16")
 MIB = 1 << 20
 
 
-def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False) -> None:
+def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False, fusion: int = -1) -> None:
     rank = int(os.environ["RANK"])
     results = []
     if variant.startswith("engine"):
         from perseus import engine
 
         eng = engine.Engine(rank, 2, 0, 1, rank, ADDRESSES[0], int(os.environ["PERSEUS_MASTER_PORT"]),
-                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=0, streams=1)
+                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=fusion, streams=1)
         for mib in sizes:
             buf = array.array("f", bytes(mib * MIB))
             times, sent = [], []
@@ -83,12 +88,15 @@ def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False) 
 
 def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -> Dict[str, object]:
     env = dict(os.environ)
+    if variant.endswith("@before"):
+        env["PERSEUS_ENGINE_LIBRARY"] = args.before
     env.update({"WORLD_SIZE": "2", "MASTER_ADDR": ADDRESSES[0], "MASTER_PORT": str(port),
                 "PERSEUS_MASTER_PORT": str(port + 1), "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1",
                 "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "native" / "runtime"), env.get("PYTHONPATH", "")])})
     procs = []
     for rank in range(2):
-        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant, "--sizes", args.sizes] + (
+        argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant.split("@")[0], "--sizes", args.sizes,
+                "--fusion", str(args.fusion)] + (
             ["--same-names"] if args.same_names else []) + [
                 "--reps", str(args.reps)]
         procs.append(subprocess.Popen(link.command(rank, argv), env=dict(env, RANK=str(rank)),
@@ -111,11 +119,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.add_argument("--same-names", action="store_true",
                         help="engine: one name per size for every rep (with PERSEUS_OFFLINE_NEG=1: the offline plan)")
+    parser.add_argument("--fusion", type=int, default=-1, help="engine PERSEUS_ALLREDUCE_FUSION (-1 automatic)")
+    parser.add_argument("--before", metavar="PATH", help="also run the engine variants with this engine library")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     if args.worker:
-        worker(args.worker, sizes, args.reps, args.same_names)
+        worker(args.worker, sizes, args.reps, args.same_names, args.fusion)
         return
     why = missing_requirement()
     if why:
@@ -124,6 +134,8 @@ def main() -> None:
         built = REPO_ROOT / "native" / "build" / "engine" / "libperseus_engine.so"
         os.environ["PERSEUS_ENGINE_LIBRARY"] = str(built)
     variants = [v for v in args.variants.split(",") if v]
+    if args.before:  # each right after its own: drift of the machine hits both alike
+        variants = [x for v in variants for x in ([v, v + "@before"] if v.startswith("engine") else [v])]
     found = {}
     with Link(args.rate) as link:
         for i, variant in enumerate(variants):
@@ -131,6 +143,7 @@ def main() -> None:
     if args.json:
         print(json.dumps(found, indent=1))
         return
+    print("load average (1 min) at the end: {:.2f}; engine fusion {}".format(os.getloadavg()[0], args.fusion))
     print("{:>6} {}".format("MiB", " ".join("{:>32}".format(v) for v in variants)))
     for mib in sizes:  # median, the 10th percentile (what a loaded machine still allows), MB sent by rank 0
         cells = ["{:8.4f} s ({:.4f}) {:7.1f} MB".format(found[v][mib]["seconds"], found[v][mib]["p10"],
@@ -144,6 +157,10 @@ def main() -> None:
             print("{:>6} MiB: engine_fp32 {:.2f}x  engine_fp16 {:.2f}x  fp16 vs floor {:.2f}x".format(
                 mib, base / found["engine_fp32"][mib]["seconds"], base / found["engine_fp16"][mib]["seconds"],
                 found["torch_fp16"][mib]["seconds"] / found["engine_fp16"][mib]["seconds"]))
+    for v in [v for v in variants if v.endswith("@before")]:
+        now = v.split("@")[0]
+        print("{} after vs before: {}".format(now, "  ".join("{} MiB {:.2f}x".format(
+            mib, found[v][mib]["seconds"] / found[now][mib]["seconds"]) for mib in sizes)))
 
 
 if __name__ == "__main__":

@@ -111,6 +111,25 @@ def test_allreduce_mode1_fp16_two_levels(engine_library):
             assert f32(r["results"]["t/mid"][k]) == expected([value(q, i) for q in range(4)], 0, False)
 
 
+@pytest.mark.parametrize("np,dtype", [(4, 2), (2, 0)])
+def test_pipelined_slices_of_odd_sizes(engine_library, np, dtype):
+    """One stream, 32 tensors of odd sizes (three above 4 MiB): the stream's pipeline holds several slices
+    at once; every element is the wire policy's result, in two levels (2 x 2 nodes) and in one."""
+    proc = perseusrun(engine_library, np, "pipeline", hosts=two_local_hosts() if np == 4 else None,
+                      env={"PERSEUS_ALLREDUCE_DTYPE": str(dtype), "PERSEUS_ALLREDUCE_STREAMS": "1"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == np
+    nodes = [[0, 1], [2, 3]] if np == 4 else None
+    for r in found:
+        assert r["info"]["hierarchical"] == (1 if np == 4 else 0)
+        assert r["info"]["fused_groups"] >= 2
+        for name, (first, periodic) in r["results"].items():
+            assert periodic, name
+            for i, got in enumerate(first):
+                assert f32(got) == expected([value(q, i) for q in range(np)], dtype, True, nodes=nodes), (name, i)
+
+
 @pytest.mark.parametrize("np", [2, 4])
 def test_broadcast(engine_library, np):
     proc = perseusrun(engine_library, np, "broadcast")

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <signal.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "group.h"
 #include "negotiation.h"
 #include "offline.h"
+#include "pipeline.h"
 #include "plan.h"
 #include "stream_tuner.h"
 #include "perseus/engine.h"
@@ -24,6 +26,10 @@
 #include "wire.h"
 
 namespace perseus::engine {
+
+// A write to a peer that closed raises SIGPIPE in the writing thread; the engine's threads block it
+// (engine_rendezvous.cc). `previous` receives the mask before, when not null.
+void block_sigpipe(sigset_t* previous = nullptr);
 
 class DeviceBackend;  // device_backend.h
 
@@ -45,6 +51,20 @@ struct Op {
 
   void finish(perseus_engine_status s, const std::string& message);  // first failure wins
   void part_done(perseus_engine_status s, const std::string& message);
+};
+
+// One fused group of fp32 allreduces in a stream's pipeline (engine_pipeline.cc).
+struct FusedSlice {
+  std::shared_ptr<std::vector<std::shared_ptr<Op>>> ops;
+  std::shared_ptr<std::vector<Unit>> units;
+  int reduce_op = 0;
+  std::function<void()> on_done;  // the stream tuner's clock
+  bool in_place = false;
+  bool failed = false;  // the remaining steps are skipped
+  perseus_engine_status status = PERSEUS_ENGINE_OK;
+  std::string message;
+  std::vector<float> fusion;  // scratch of the slot, kept between slices
+  WireSlice wire;
 };
 
 class Engine {
@@ -72,8 +92,11 @@ class Engine {
     std::condition_variable cv;
     std::deque<std::function<void()>> queue;
     bool stop = false;
-    std::vector<uint16_t> half;   // scratch
-    std::vector<float> fusion;    // scratch
+    std::unique_ptr<Pipeline> pipeline;  // the fp32 allreduce steps, one stage each
+    std::vector<FusedSlice> slices;      // one per pipeline slot
+    std::vector<std::string> stage_names;
+    std::vector<uint16_t> half;          // scratch of run_device (engine_device.cc)
+    int index = 0;
   };
 
   void rendezvous();
@@ -91,8 +114,15 @@ class Engine {
   void enqueue(std::function<void(Stream&)> task, int streams);
   void agree_streams();  // the stream tuner's decision, the same on every rank
   void stream_loop(Stream& s);
-  void run_allreduce_fp32(Stream& s, const std::vector<std::shared_ptr<Op>>& ops,
-                          const std::vector<Unit>& units, int reduce_op);
+  void print_profile(const Stream& s) const;  // PERSEUS_ENGINE_PROFILE=1: the stages' busy times, on stderr
+  // engine_pipeline.cc: the stages of a stream's pipeline, and handing a fused group to it
+  std::unique_ptr<Pipeline> make_pipeline(Stream& s);
+  void run_allreduce_fp32(Stream& s, std::shared_ptr<std::vector<std::shared_ptr<Op>>> ops,
+                          std::shared_ptr<std::vector<Unit>> units, int reduce_op, std::function<void()> on_done);
+  void begin_slice(FusedSlice& f);
+  void run_step(FusedSlice& f, const WireStep& step);
+  void end_slice(FusedSlice& f);
+  void fail_slice(FusedSlice& f, perseus_engine_status status, const std::string& message);
   void run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed);
   void run_device(Stream& s, const std::shared_ptr<Op>& op);  // engine_device.cc: a CUDA device buffer
   std::vector<std::string> stalled();  // rank 0: pending longer than the timeout

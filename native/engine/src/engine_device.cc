@@ -7,6 +7,7 @@
 namespace perseus::engine {
 
 void Engine::run_device(Stream& s, const std::shared_ptr<Op>& op) {
+  s.pipeline->drain();  // the host-staged path talks on the stream's Gloo groups, as the pipeline does
   std::string broken = failure();
   if (!broken.empty()) {
     std::string deviation = abort_after_failure();

@@ -6,7 +6,7 @@
 // on every rank), those L collectives, batched as they were agreed, are
 // the plan; the ranks switch in the same cycle. OfflinePlan then runs batch after batch in plan order
 // as soon as this rank submitted the batch's collectives: no per-cycle allgather. A submission the
-// plan does not hold (an unknown name, another kind/dtype/shape/op) is a deviation: see engine.cc.
+// plan does not hold (an unknown name, another kind/dtype/shape/op) is a deviation: see engine_offline.cc.
 #pragma once
 
 #include <cstdint>

@@ -10,7 +10,7 @@
 // fused groups (from the first group's dispatch while none was in flight to the last one's end) that
 // ran on one candidate only, divided by their bytes. The schedule counts agreed dispatches, so every
 // rank switches at the same dispatch; the decision takes every rank's figures (the slowest counts),
-// exchanged through the rendezvous store (engine.cc), so every rank picks the same count.
+// exchanged through the rendezvous store (engine_streams.cc), so every rank picks the same count.
 #pragma once
 
 #include <chrono>

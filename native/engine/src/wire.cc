@@ -14,11 +14,10 @@ void check(perseus_status s) {
   if (s != PERSEUS_OK) throw std::runtime_error(std::string("perseus core: ") + perseus_last_error());
 }
 
-uint16_t* compress(const float* data, uint64_t n, float scale, std::vector<uint16_t>& half) {
+void compress(const float* data, uint64_t n, float scale, std::vector<uint16_t>& half) {
   if (half.size() < n) half.resize(n);
   uint64_t nonfinite = 0;
   check(perseus_compress(data, half.data(), PERSEUS_FLOAT16, n, scale, &nonfinite));
-  return half.data();
 }
 
 uint64_t decompress(const uint16_t* half, float* data, uint64_t n, float scale, int64_t divisor) {
@@ -55,47 +54,107 @@ WirePolicy wire_policy(int wire_dtype, int mode, float scale, int num_nodes, int
   return p;
 }
 
+std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p) {
+  std::vector<WireStep> steps;
+  const float scale = p.scale;
+  auto compress_step = [scale](WireSlice& s) { compress(s.data, s.n, scale, s.half); };
+  auto decompress_step = [scale](WireSlice& s) {
+    s.nonfinite = decompress(s.half.data(), s.data, s.n, scale, s.divisor);
+  };
+  auto plain_step = [](WireSlice& s) { s.nonfinite = finish_plain(s.data, s.n, s.divisor, s.count_nonfinite); };
+  if (!p.hierarchical) {
+    Group* all = g.everyone.get();
+    if (p.intra_fp16 && p.inter_fp16) {
+      steps.push_back({"compress", nullptr, compress_step});
+      steps.push_back({"allreduce fp16", all, [all](WireSlice& s) {
+                         all->allreduce_sum(s.half.data(), s.n, PERSEUS_ENGINE_FLOAT16);
+                         ++s.collectives;
+                       }});
+      steps.push_back({"decompress", nullptr, decompress_step});
+      return steps;
+    }
+    steps.push_back({"allreduce fp32", all, [all](WireSlice& s) {
+                       all->allreduce_sum(s.data, s.n, PERSEUS_ENGINE_FLOAT32);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"divide", nullptr, plain_step});
+    return steps;
+  }
+  Group* node = g.node.get();
+  Group* bcast = g.node_bcast ? g.node_bcast.get() : node;
+  Group* leaders = g.leaders.get();
+  const int root = g.node_leader;
+  if (p.intra_fp16) {
+    steps.push_back({"compress", nullptr, compress_step});
+    steps.push_back({"node reduce fp16", node, [node, root](WireSlice& s) {
+                       node->reduce_sum(s.half.data(), s.n, PERSEUS_ENGINE_FLOAT16, root);
+                       ++s.collectives;
+                     }});
+    if (leaders) {
+      steps.push_back({"leaders allreduce fp16", leaders, [leaders](WireSlice& s) {
+                         leaders->allreduce_sum(s.half.data(), s.n, PERSEUS_ENGINE_FLOAT16);
+                         ++s.collectives;
+                       }});
+    }
+    steps.push_back({"node broadcast fp16", bcast, [bcast, root](WireSlice& s) {
+                       bcast->broadcast(s.half.data(), s.n * 2, root, PERSEUS_ENGINE_FLOAT16);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"decompress", nullptr, decompress_step});
+    return steps;
+  }
+  steps.push_back({"node reduce fp32", node, [node, root](WireSlice& s) {
+                     node->reduce_sum(s.data, s.n, PERSEUS_ENGINE_FLOAT32, root);
+                     ++s.collectives;
+                   }});
+  if (leaders && p.inter_fp16) {
+    steps.push_back({"compress", nullptr, compress_step});
+    steps.push_back({"leaders allreduce fp16", leaders, [leaders](WireSlice& s) {
+                       leaders->allreduce_sum(s.half.data(), s.n, PERSEUS_ENGINE_FLOAT16);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"decompress", nullptr, decompress_step});
+  } else if (leaders) {
+    steps.push_back({"leaders allreduce fp32", leaders, [leaders](WireSlice& s) {
+                       leaders->allreduce_sum(s.data, s.n, PERSEUS_ENGINE_FLOAT32);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"divide", nullptr, plain_step});
+  }
+  steps.push_back({"node broadcast fp32", bcast, [bcast, root](WireSlice& s) {
+                     bcast->broadcast(s.data, s.n * 4, root, PERSEUS_ENGINE_FLOAT32);
+                     ++s.collectives;
+                   }});
+  if (!leaders) {  // the leader divided (and counted) before the broadcast
+    steps.push_back({"count", nullptr, [](WireSlice& s) {
+                       s.nonfinite = s.count_nonfinite ? finish_plain(s.data, s.n, 1, true) : 0;
+                     }});
+  }
+  return steps;
+}
+
+void allreduce_fp32(StreamGroups& g, const WirePolicy& p, WireSlice& slice) {
+  if (slice.n == 0) return;
+  for (const auto& step : wire_steps(g, p)) step.run(slice);
+}
+
 uint64_t allreduce_fp32(StreamGroups& g, const WirePolicy& p, float* data, uint64_t n, int64_t divisor,
                         bool count_nonfinite, std::vector<uint16_t>& half, uint64_t& collectives) {
-  if (n == 0) return 0;
-  if (!p.hierarchical) {
-    if (p.intra_fp16 && p.inter_fp16) {
-      uint16_t* h = compress(data, n, p.scale, half);
-      g.everyone->allreduce_sum(h, n, PERSEUS_ENGINE_FLOAT16);
-      ++collectives;
-      return decompress(h, data, n, p.scale, divisor);
-    }
-    g.everyone->allreduce_sum(data, n, PERSEUS_ENGINE_FLOAT32);
-    ++collectives;
-    return finish_plain(data, n, divisor, count_nonfinite);
+  WireSlice s;
+  s.data = data;
+  s.n = n;
+  s.divisor = divisor;
+  s.count_nonfinite = count_nonfinite;
+  s.half.swap(half);
+  try {
+    allreduce_fp32(g, p, s);
+  } catch (...) {
+    half.swap(s.half);
+    throw;
   }
-  Group& node = *g.node;
-  if (p.intra_fp16) {
-    uint16_t* h = compress(data, n, p.scale, half);
-    node.reduce_sum(h, n, PERSEUS_ENGINE_FLOAT16, g.node_leader);
-    if (g.leaders) g.leaders->allreduce_sum(h, n, PERSEUS_ENGINE_FLOAT16);
-    node.broadcast(h, n * 2, g.node_leader, PERSEUS_ENGINE_FLOAT16);
-    collectives += g.leaders ? 3 : 2;
-    return decompress(h, data, n, p.scale, divisor);
-  }
-  node.reduce_sum(data, n, PERSEUS_ENGINE_FLOAT32, g.node_leader);
-  ++collectives;
-  uint64_t nonfinite = 0;
-  if (g.leaders) {
-    if (p.inter_fp16) {
-      uint16_t* h = compress(data, n, p.scale, half);
-      g.leaders->allreduce_sum(h, n, PERSEUS_ENGINE_FLOAT16);
-      nonfinite = decompress(h, data, n, p.scale, divisor);
-    } else {
-      g.leaders->allreduce_sum(data, n, PERSEUS_ENGINE_FLOAT32);
-      nonfinite = finish_plain(data, n, divisor, count_nonfinite);
-    }
-    ++collectives;
-  }
-  node.broadcast(data, n * 4, g.node_leader, PERSEUS_ENGINE_FLOAT32);
-  ++collectives;
-  if (!g.leaders && count_nonfinite) nonfinite = finish_plain(data, n, 1, true);
-  return nonfinite;
+  half.swap(s.half);
+  collectives += s.collectives;
+  return s.nonfinite;
 }
 
 }  // namespace perseus::engine

@@ -1,5 +1,5 @@
-// The wire policy of fp32 allreduce (PERSEUS_ALLREDUCE_DTYPE / _MODE / _GRADIENT_SCALE) and its
-// pipeline over one stream's groups, with the semantics of the Python engine (perseus/torch/_engine.py):
+// The wire policy of fp32 allreduce (PERSEUS_ALLREDUCE_DTYPE / _MODE / _GRADIENT_SCALE) and its steps
+// over one stream's groups, with the semantics of the Python engine (perseus/torch/_engine.py):
 //   one level, fp16:  compress(x * scale) -> fp16 allreduce -> decompress(/ (scale * world))
 //   one level, fp32:  fp32 allreduce -> / world
 //   two levels:       reduce inside the node to its leader, allreduce among node leaders, broadcast
@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,14 +27,41 @@ WirePolicy wire_policy(int wire_dtype, int mode, float scale, int num_nodes, int
 
 struct StreamGroups {
   std::unique_ptr<Group> everyone;
-  std::unique_ptr<Group> node;     // two levels only
-  std::unique_ptr<Group> leaders;  // two levels, on node leaders only
-  int node_leader = 0;             // rank of the node's leader within `node`
+  std::unique_ptr<Group> node;        // two levels only: the reduce to the node's leader
+  std::unique_ptr<Group> node_bcast;  // two levels only: the broadcast from it (null: `node` does both)
+  std::unique_ptr<Group> leaders;     // two levels, on node leaders only
+  int node_leader = 0;                // rank of the node's leader within `node`
 };
 
-// Reduces n fp32 elements in place over all ranks; divides by `divisor` (world size for average, 1 for
-// sum). Returns the number of non-finite results (counted when `count_nonfinite` or fp16 is used).
-// `collectives` grows by the Gloo collectives issued. `half` is scratch reused between calls.
+// One fp32 allreduce in flight: n elements at `data`, reduced in place; divided by `divisor` (world size
+// for average, 1 for sum). `nonfinite`: the non-finite results (counted when `count_nonfinite` or fp16 is
+// used); `collectives` grows by the Gloo collectives issued. `half` is scratch, kept between slices.
+struct WireSlice {
+  float* data = nullptr;
+  uint64_t n = 0;
+  int64_t divisor = 1;
+  bool count_nonfinite = false;
+  std::vector<uint16_t> half;
+  uint64_t nonfinite = 0;
+  uint64_t collectives = 0;
+};
+
+// One step of the policy on this rank: local work (group == nullptr: compress, decompress, divide) or
+// one collective on one Gloo context. Run in order they are the allreduce; the engine runs each on its
+// own pipeline stage, so different slices are in different steps at once (the contexts differ per step).
+struct WireStep {
+  const char* what;
+  Group* group;
+  std::function<void(WireSlice&)> run;  // throws what Gloo throws (a lost peer, a timeout)
+};
+
+// The steps of this rank (a node leader has more than the others) for the policy over `g`.
+std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p);
+
+// The steps one after the other on this thread (a slice that is not pipelined; the tests' reference).
+void allreduce_fp32(StreamGroups& g, const WirePolicy& p, WireSlice& slice);
+// The same on n elements at `data`, `half` as scratch; returns the non-finite count and adds the collectives
+// issued to `collectives` (the device backend's host-staged path).
 uint64_t allreduce_fp32(StreamGroups& g, const WirePolicy& p, float* data, uint64_t n, int64_t divisor,
                         bool count_nonfinite, std::vector<uint16_t>& half, uint64_t& collectives);
 

@@ -38,6 +38,19 @@ def case_allreduce(eng, rank, size):
     report(rank=rank, results=results, big_distinct=distinct, info=eng.info())
 
 
+def case_pipeline(eng, rank, size):
+    """Many tensors of odd sizes, some above the 4 MiB partition, in one stream: many slices in flight."""
+    sizes = [1, 3, 1048577, 7, 2 * 1048576 + 13, 65537, 5, 333333] + [1 + 977 * k for k in range(24)]
+    base = array.array("f", [value(rank, i) for i in range(4)])
+    tensors = {"p/{}".format(k): (base * (n // 4 + 1))[:n] for k, n in enumerate(sizes)}
+    handles = [eng.allreduce_async(name, t, op="average") for name, t in tensors.items()]
+    for h in handles:
+        h.wait()
+    # the first elements, and whether the rest repeats them (a slice scattered to a wrong offset breaks it)
+    results = {name: [list(t[:4]), t[4:] == t[:-4]] for name, t in tensors.items()}
+    report(rank=rank, results=results, info=eng.info())
+
+
 def case_broadcast(eng, rank, size):
     root = size - 1
     buf = array.array("d", [float(rank * 100 + i) for i in range(5)])
