@@ -126,8 +126,10 @@ int perseus_caffe_init(void) {
       s.options.local_rank = s.env.local_rank;
       s.options.local_size = s.env.local_size;
       s.options.node_rank = s.env.node_rank;
-      std::snprintf(s.options.master_addr, sizeof(s.options.master_addr), "%s", s.env.master_addr.c_str());
-      s.options.master_port = s.env.master_port;
+      if (s.options.serve_store != 0) {  // else PERSEUS_STORE_ADDR (the store perseusrun serves) named it already
+        std::snprintf(s.options.master_addr, sizeof(s.options.master_addr), "%s", s.env.master_addr.c_str());
+        s.options.master_port = s.env.master_port;
+      }
     }
     st = perseus_engine_create(&s.options, &s.engine);
     if (st != PERSEUS_ENGINE_OK) return engine_fail("joining the job (rendezvous)", st);
