@@ -130,6 +130,8 @@ class Engine {
   void fail_pending(perseus_engine_status status, const std::string& message);
   void set_failure(const std::string& message);
   std::string collective_error(const Request& r, const std::string& what) const;
+  // a collective that threw: the engine stops (or reports the rank's deviation) and the op fails
+  void fail_collective(Op& op, const std::string& what);
 
   perseus_engine_options options_;
   int num_nodes_ = 1, node_ = 0, local_rank_ = 0, local_size_ = 1;

@@ -50,11 +50,7 @@ void Engine::run_device(Stream& s, const std::shared_ptr<Op>& op) {
     }
   } catch (const std::exception& e) {
     // a CUDA, NCCL or transport failure leaves the ranks out of step: the engine stops, as for Gloo's
-    std::string message = collective_error(r, e.what());
-    std::string deviation = abort_after_failure();
-    set_failure(deviation.empty() ? message : deviation);
-    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
-               deviation.empty() ? message : deviation);
+    fail_collective(*op, e.what());
     return;
   }
   op->finish(PERSEUS_ENGINE_OK, "");

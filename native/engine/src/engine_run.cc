@@ -85,14 +85,18 @@ void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& 
         break;
     }
   } catch (const std::exception& e) {
-    std::string message = collective_error(r, e.what());
-    std::string deviation = abort_after_failure();
-    set_failure(deviation.empty() ? message : deviation);
-    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
-               deviation.empty() ? message : deviation);
+    fail_collective(*op, e.what());
     return;
   }
   op->finish(PERSEUS_ENGINE_OK, "");
+}
+
+void Engine::fail_collective(Op& op, const std::string& what) {
+  std::string message = collective_error(op.request, what);
+  std::string deviation = abort_after_failure();
+  set_failure(deviation.empty() ? message : deviation);
+  op.finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
+            deviation.empty() ? message : deviation);
 }
 
 }  // namespace perseus::engine
