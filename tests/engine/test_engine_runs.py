@@ -224,8 +224,9 @@ def test_nancheck_fails_every_rank(engine_library):
     assert "PERSEUS_ALLREDUCE_NANCHECK" in found[0]["error"] and "'grad/with-inf'" in found[0]["error"]
 
 
-def test_collective_missing_on_a_rank_fails_after_the_timeout(engine_library):
-    proc = perseusrun(engine_library, 2, "stall", env={"GLOO_TIMEOUT_SECONDS": "3"})
+def test_collective_missing_on_a_rank_fails_after_the_timeout(engine_library, tmp_path):
+    proc = perseusrun(engine_library, 2, "stall", env={"GLOO_TIMEOUT_SECONDS": "3",
+                                                      "PERSEUS_TEST_STALL_MARKER": str(tmp_path / "stalled")})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     found = reports(proc.stdout)
     assert "was submitted by ranks 0 but not by ranks 1 within GLOO_TIMEOUT_SECONDS=3" in found[0]["error"]

@@ -110,8 +110,16 @@ def case_stall(eng, rank, size):
             report(rank=rank, error=None)
         except engine.MismatchError as exc:
             report(rank=rank, error=str(exc), seconds=time.monotonic() - start)
+        with open(os.environ["PERSEUS_TEST_STALL_MARKER"], "w") as marker:
+            marker.write("rank 0 gave up")
     else:
-        time.sleep(float(os.environ["GLOO_TIMEOUT_SECONDS"]) + 3)
+        # submit the next collective only once rank 0 has given up on the first one: a fixed sleep raced with
+        # rank 0's timeout for the next collective on a loaded machine
+        deadline = time.monotonic() + 120
+        while not os.path.exists(os.environ["PERSEUS_TEST_STALL_MARKER"]):
+            if time.monotonic() > deadline:
+                raise SystemExit("rank 0 never reported the stall")
+            time.sleep(0.05)
         report(rank=rank, error=None)
     after = array.array("f", [1.0])
     eng.allreduce("after-stall", after)
