@@ -37,14 +37,14 @@ def expected(values, dtype, average, nodes=None):
     return f32(half(total) * f32(1.0 / (SCALE * div)))
 
 
-def two_local_hosts():
+def two_local_hosts(first=2, second=2):
     """Two names of this machine for perseusrun -H (it refuses loopback names in a multi-host job): its host
-    name and its first non-loopback address, 2 slots each: 2 "nodes" x 2 ranks, all local."""
+    name and its first non-loopback address, with `first` and `second` slots: 2 "nodes", all local."""
     out = subprocess.run(["hostname", "-I"], stdout=subprocess.PIPE, universal_newlines=True).stdout.split()
     addresses = [a for a in out if ":" not in a and not a.startswith("127.")]
     if not addresses:
         pytest.fail("this machine has no non-loopback IPv4 address (hostname -I) to fake a second node with")
-    return "{}:2,{}:2".format(socket.gethostname(), addresses[0])
+    return "{}:{},{}:{}".format(socket.gethostname(), first, addresses[0], second)
 
 
 def value(rank, i):
@@ -97,6 +97,27 @@ def test_allreduce_two_levels_dtype2(engine_library):
             for k, i in enumerate([0, 1, 2, 3, n - 1]):
                 want = expected([value(q, i) for q in range(4)], 2, True, nodes=[[0, 1], [2, 3]])
                 assert f32(got[k]) == want, (name, i, got[k], want)
+
+
+@pytest.mark.parametrize("first,second", [(2, 1), (3, 3)])
+def test_allreduce_two_levels_dtype2_other_node_shapes(engine_library, first, second):
+    """Unequal nodes (2 + 1 ranks) take the node leaders' path (reduce, leaders' allreduce, broadcast); 2 x 3
+    the equal nodes' path with a ring reduce-scatter over three ranks. Inputs are exact in fp32 and fp16 after
+    the scale, so every summation order gives the same bits."""
+    np = first + second
+    proc = perseusrun(engine_library, np, "allreduce", hosts=two_local_hosts(first, second),
+                      env={"PERSEUS_ALLREDUCE_DTYPE": "2", "TEST_OP": "sum"})
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == np
+    nodes = [list(range(first)), list(range(first, np))]
+    for r in found:
+        info = r["info"]
+        assert (info["num_nodes"], info["hierarchical"], info["intra_fp16"], info["inter_fp16"]) == (2, 1, 0, 1)
+        for name, got in r["results"].items():
+            n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
+            for k, i in enumerate([0, 1, 2, 3, n - 1]):
+                assert f32(got[k]) == expected([value(q, i) for q in range(np)], 2, False, nodes=nodes), (name, i)
 
 
 def test_allreduce_mode1_fp16_two_levels(engine_library):

@@ -65,13 +65,18 @@ def test_dtype_2_sends_fp32_inside_nodes_and_fp16_between_nodes(two_nodes):
     for r, rank in enumerate(ranks):
         assert rank["topology"]["node"] == r // 2 and rank["topology"]["num_nodes"] == 2  # LOCAL_WORLD_SIZE / GROUP_RANK
         assert rank["policy"] == "two levels: fp32 inside nodes, fp16 between nodes"
-        # inside the node: a reduce to the leader and a broadcast back, fp32, per step (per fused group)
+        # inside the node: a reduce-scatter and an allgather, fp32, per step (per fused group)
         node = rank["records"]["node"]
         assert set(node) == {"float32"} and node["float32"][1] == 2 * steps * numel * 4
-        if r % 2 == 0:  # node leader
-            assert rank["records"]["leaders"] == {"float16": [node["float32"][0] // 2, steps * numel * 2]}
-        else:
-            assert rank["records"]["leaders"] == {}
+        # between the nodes (equal nodes: Horovod's hierarchical allreduce): each local rank carries its part,
+        # about half of every fused group, in one fp16 allreduce per group
+        between = rank["records"]["leaders"]
+        assert set(between) == {"float16"} and between["float16"][0] == node["float32"][0] // 2
+    for node_ranks in (ranks[0:2], ranks[2:4]):
+        parts = [rank["records"]["leaders"]["float16"] for rank in node_ranks]
+        assert parts[0][1] + parts[1][1] == steps * numel * 2  # the node's parts make the whole gradient
+        assert abs(parts[0][1] - parts[1][1]) <= 2 * parts[0][0]  # at most one element apart per group
+    for r, rank in enumerate(ranks):
         assert rank["records"]["all"] == {}  # nothing crosses one-level
         assert rank["params"] == ranks[0]["params"]
         assert float((torch.tensor(rank["plain"]) - torch.tensor(rank["params"])).abs().max()) < 1e-3
@@ -87,8 +92,10 @@ def test_mode_1_runs_two_levels_with_one_dtype(two_nodes):
                 "fp16" if dtype == "0" else "fp32")
             node = mode["records"]["node"]
             assert set(node) == {name} and node[name][1] == 2 * steps * numel * size
-            if r % 2 == 0:
-                assert mode["records"]["leaders"] == {name: [node[name][0] // 2, steps * numel * size]}
+            between = mode["records"]["leaders"]
+            assert set(between) == {name} and between[name][0] == node[name][0] // 2
+            half_of_the_gradient = steps * numel * size / 2
+            assert abs(between[name][1] - half_of_the_gradient) <= size * between[name][0]
             difference = float((torch.tensor(rank["plain5"]) - torch.tensor(mode["params"])).abs().max())
             assert difference < (1e-3 if dtype == "0" else 1e-5), (dtype, difference)
 

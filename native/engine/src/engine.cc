@@ -181,7 +181,7 @@ void Engine::wire_bytes(const std::string& level, int dtype, uint64_t& bytes, ui
     throw invalid_argument("perseus engine: wire level '" + level + "' is none of all, node, leaders, control");
   }
   for (auto& s : streams_) {
-    add(level == "all" ? s->groups.everyone.get() : level == "node" ? s->groups.node.get() : s->groups.leaders.get());
+    add(level == "all" ? s->groups.everyone.get() : level == "node" ? s->groups.node.get() : s->groups.between_nodes());
     if (level == "node") add(s->groups.node_bcast.get());
   }
 }

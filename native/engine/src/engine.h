@@ -79,7 +79,7 @@ class Engine {
   void shutdown();
   perseus_engine_info info();
   // Payload bytes (and collectives) of one engine dtype this rank handed to Gloo on a level: "all" (one
-  // level), "node", "leaders" (two levels; summed over the streams) or "control" (negotiation).
+  // level), "node", "leaders" (between nodes in two levels; summed over the streams) or "control".
   void wire_bytes(const std::string& level, int dtype, uint64_t& bytes, uint64_t& calls);
   // The first communication failure ("" if none).
   std::string failure();

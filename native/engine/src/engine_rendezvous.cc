@@ -109,7 +109,7 @@ void Engine::rendezvous() {
   node_ = node_of[size_t(rank)];
   num_nodes_ = *std::max_element(node_of.begin(), node_of.end()) + 1;
   std::vector<int> members, leaders;
-  int largest = 0;
+  int largest = 0, smallest = size;
   for (int n = 0; n < num_nodes_; ++n) {
     int count = 0;
     for (int r = 0; r < size; ++r) {
@@ -119,6 +119,7 @@ void Engine::rendezvous() {
       ++count;
     }
     largest = std::max(largest, count);
+    smallest = std::min(smallest, count);
   }
   local_rank_ = int(std::find(members.begin(), members.end(), rank) - members.begin());
   local_size_ = int(members.size());
@@ -138,7 +139,10 @@ void Engine::rendezvous() {
         stream->groups.node_bcast = std::make_unique<Group>(base + "/node" + std::to_string(node_) + "/bcast",
                                                             local_rank_, local_size_, store, device_, timeout);
         stream->groups.node_leader = 0;
-        if (local_rank_ == 0) {
+        if (smallest == largest) {  // equal nodes: every local rank carries a part between the nodes
+          stream->groups.peers = std::make_unique<Group>(base + "/peers" + std::to_string(local_rank_), node_,
+                                                         num_nodes_, store, device_, timeout);
+        } else if (local_rank_ == 0) {
           int leader_rank = int(std::find(leaders.begin(), leaders.end(), rank) - leaders.begin());
           stream->groups.leaders = std::make_unique<Group>(base + "/leaders", leader_rank, int(leaders.size()),
                                                            store, device_, timeout);

@@ -1,5 +1,6 @@
 #include "group.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "gloo/allgatherv.h"
@@ -10,10 +11,18 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/prefix_store.h"
 #include "gloo/transport/device.h"
+#include "gloo/transport/unbound_buffer.h"
+#include "gloo/types.h"
 #include "negotiation.h"
 #include "reduce_functions.h"
 
 namespace perseus::engine {
+namespace {
+
+// Gloo's own collectives use slot prefixes 0x01-0x08 (gloo/types.h).
+constexpr uint8_t kReduceScatterSlotPrefix = 0x50;
+
+}  // namespace
 
 Group::Group(const std::string& prefix, int rank, int size, gloo::rendezvous::Store& store,
              std::shared_ptr<gloo::transport::Device>& device, std::chrono::milliseconds timeout)
@@ -78,6 +87,58 @@ void Group::broadcast(void* data, uint64_t nbytes, int root, int dtype) {
   opts.setTag(next_tag());
   opts.setTimeout(timeout_);
   gloo::broadcast(opts);
+}
+
+void Group::reduce_scatter_sum(void* data, const std::vector<uint64_t>& counts, int dtype,
+                               std::vector<char>& scratch) {
+  if (size_ == 1) return;
+  const size_t es = dtype_size(dtype);
+  std::vector<size_t> offset(counts.size() + 1, 0);  // in bytes
+  size_t largest = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    offset[r + 1] = offset[r] + counts[r] * es;
+    largest = std::max<size_t>(largest, counts[r] * es);
+  }
+  if (offset.back() == 0) return;
+  count(dtype, offset.back());
+  const ReduceFunction sum = sum_function(dtype);
+  if (scratch.size() < largest) scratch.resize(largest);
+  auto* bytes = static_cast<char*>(data);
+  auto buffer = context_->createUnboundBuffer(data, offset.back());
+  auto incoming = context_->createUnboundBuffer(scratch.data(), largest);
+  const uint64_t slot = gloo::Slot::build(kReduceScatterSlotPrefix, next_tag());
+  const int right = (rank_ + 1) % size_, left = (rank_ + size_ - 1) % size_;
+  // Step k sends the part this member has summed so far (k + 1 contributions) to the right and adds the
+  // left's into the next one; after size - 1 steps the part numbered like this member holds every
+  // contribution, added in ring order.
+  for (int k = 0; k < size_ - 1; ++k) {
+    const size_t out = size_t((rank_ - k - 1 + 2 * size_) % size_);
+    const size_t in = size_t((rank_ - k - 2 + 2 * size_) % size_);
+    const size_t out_bytes = offset[out + 1] - offset[out], in_bytes = offset[in + 1] - offset[in];
+    if (out_bytes) buffer->send(right, slot, offset[out], out_bytes);
+    if (in_bytes) incoming->recv(left, slot, 0, in_bytes);
+    if (in_bytes) {
+      incoming->waitRecv(timeout_);
+      sum(bytes + offset[in], bytes + offset[in], scratch.data(), in_bytes / es);
+    }
+    if (out_bytes) buffer->waitSend(timeout_);
+  }
+}
+
+void Group::allgather_in_place(void* data, const std::vector<uint64_t>& counts, int dtype) {
+  if (size_ == 1) return;
+  const size_t es = dtype_size(dtype);
+  uint64_t n = 0;
+  for (uint64_t c : counts) n += c;
+  if (n == 0) return;
+  count(dtype, n * es);
+  gloo::AllgathervOptions opts(context_);
+  std::vector<size_t> bytes;  // Gloo only needs the element size to cut the buffer: bytes do
+  for (uint64_t c : counts) bytes.push_back(size_t(c * es));
+  opts.setOutput(static_cast<uint8_t*>(data), std::move(bytes));
+  opts.setTag(next_tag());
+  opts.setTimeout(timeout_);
+  gloo::allgatherv(opts);
 }
 
 void Group::allgatherv(const void* in, void* out, const std::vector<uint64_t>& bytes_per_rank) {

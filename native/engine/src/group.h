@@ -33,6 +33,11 @@ class Group {
   void allreduce_sum(void* data, uint64_t n, int dtype);
   // In place sum into `root`'s buffer (other ranks' buffers are left unspecified).
   void reduce_sum(void* data, uint64_t n, int dtype, int root);
+  // Ring reduce-scatter, in place: `counts[r]` elements of dtype per member, back to back; afterwards this
+  // member's part holds the group's sum (the other parts are left unspecified). `scratch` receives a part.
+  void reduce_scatter_sum(void* data, const std::vector<uint64_t>& counts, int dtype, std::vector<char>& scratch);
+  // In place allgather: each member's `counts[r]` elements already sit at their place in `data`.
+  void allgather_in_place(void* data, const std::vector<uint64_t>& counts, int dtype);
   // dtype only labels the bytes for wire_bytes() (the broadcast copies bytes).
   void broadcast(void* data, uint64_t nbytes, int root, int dtype = 6 /* PERSEUS_ENGINE_UINT8 */);
   // out receives each rank's bytes_per_rank[r] bytes back to back.

@@ -38,7 +38,90 @@ uint64_t finish_plain(float* data, uint64_t n, int64_t divisor, bool count_nonfi
   return bad;
 }
 
+// Two levels on equal nodes: node reduce-scatter, the part's allreduce among peers, node allgather.
+std::vector<WireStep> sharded_steps(StreamGroups& g, const WirePolicy& p) {
+  std::vector<WireStep> steps;
+  const float scale = p.scale;
+  Group* node = g.node.get();
+  Group* gather = g.node_bcast ? g.node_bcast.get() : node;
+  Group* peers = g.peers.get();
+  const int parts = node->size(), mine = node->rank();
+  struct Part {
+    uint64_t offset, n;
+  };
+  auto part = [parts, mine](const WireSlice& s) {
+    const auto counts = shard_counts(s.n, parts);
+    uint64_t offset = 0;
+    for (int r = 0; r < mine; ++r) offset += counts[size_t(r)];
+    return Part{offset, counts[size_t(mine)]};
+  };
+  if (p.intra_fp16) {
+    steps.push_back({"compress", nullptr, [scale](WireSlice& s) { compress(s.data, s.n, scale, s.half); }});
+    steps.push_back({"node reduce-scatter fp16", node, [node, parts](WireSlice& s) {
+                       node->reduce_scatter_sum(s.half.data(), shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT16,
+                                                s.scratch);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"peers allreduce fp16", peers, [peers, part](WireSlice& s) {
+                       const Part q = part(s);
+                       peers->allreduce_sum(s.half.data() + q.offset, q.n, PERSEUS_ENGINE_FLOAT16);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"node allgather fp16", gather, [gather, parts](WireSlice& s) {
+                       gather->allgather_in_place(s.half.data(), shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT16);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"decompress", nullptr, [scale](WireSlice& s) {
+                       s.nonfinite = decompress(s.half.data(), s.data, s.n, scale, s.divisor);
+                     }});
+    return steps;
+  }
+  steps.push_back({"node reduce-scatter fp32", node, [node, parts](WireSlice& s) {
+                     node->reduce_scatter_sum(s.data, shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT32, s.scratch);
+                     ++s.collectives;
+                   }});
+  if (p.inter_fp16) {
+    steps.push_back({"compress", nullptr, [scale, part](WireSlice& s) {
+                       const Part q = part(s);
+                       compress(s.data + q.offset, q.n, scale, s.half);
+                     }});
+    steps.push_back({"peers allreduce fp16", peers, [peers, part](WireSlice& s) {
+                       peers->allreduce_sum(s.half.data(), part(s).n, PERSEUS_ENGINE_FLOAT16);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"decompress", nullptr, [scale, part](WireSlice& s) {
+                       const Part q = part(s);
+                       decompress(s.half.data(), s.data + q.offset, q.n, scale, s.divisor);
+                     }});
+  } else {
+    steps.push_back({"peers allreduce fp32", peers, [peers, part](WireSlice& s) {
+                       const Part q = part(s);
+                       peers->allreduce_sum(s.data + q.offset, q.n, PERSEUS_ENGINE_FLOAT32);
+                       ++s.collectives;
+                     }});
+    steps.push_back({"divide", nullptr, [part](WireSlice& s) {
+                       const Part q = part(s);
+                       finish_plain(s.data + q.offset, q.n, s.divisor, false);
+                     }});
+  }
+  steps.push_back({"node allgather fp32", gather, [gather, parts](WireSlice& s) {
+                     gather->allgather_in_place(s.data, shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT32);
+                     ++s.collectives;
+                   }});
+  // every rank counts the whole result, so a non-finite element fails the collective on every rank
+  steps.push_back({"count", nullptr, [](WireSlice& s) {
+                     s.nonfinite = s.count_nonfinite ? finish_plain(s.data, s.n, 1, true) : 0;
+                   }});
+  return steps;
+}
+
 }  // namespace
+
+std::vector<uint64_t> shard_counts(uint64_t n, int parts) {
+  std::vector<uint64_t> counts(size_t(parts), n / uint64_t(parts));
+  for (uint64_t r = 0; r < n % uint64_t(parts); ++r) ++counts[size_t(r)];
+  return counts;
+}
 
 WirePolicy wire_policy(int wire_dtype, int mode, float scale, int num_nodes, int largest_node) {
   WirePolicy p;
@@ -80,6 +163,7 @@ std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p) {
     steps.push_back({"divide", nullptr, plain_step});
     return steps;
   }
+  if (g.peers) return sharded_steps(g, p);
   Group* node = g.node.get();
   Group* bcast = g.node_bcast ? g.node_bcast.get() : node;
   Group* leaders = g.leaders.get();

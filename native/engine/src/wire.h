@@ -2,8 +2,12 @@
 // over one stream's groups, with the semantics of the Python engine (perseus/torch/_engine.py):
 //   one level, fp16:  compress(x * scale) -> fp16 allreduce -> decompress(/ (scale * world))
 //   one level, fp32:  fp32 allreduce -> / world
-//   two levels:       reduce inside the node to its leader, allreduce among node leaders, broadcast
-//                     inside the node; fp16 on a level where the policy says so.
+//   two levels:       when every node has as many ranks (Horovod's hierarchical allreduce): a
+//                     reduce-scatter inside the node, so each local rank holds the node's sum of one
+//                     part; an allreduce of that part among the ranks with the same local rank on every
+//                     node; an allgather inside the node. Otherwise: reduce inside the node to its
+//                     leader, allreduce among node leaders, broadcast inside the node. fp16 on a level
+//                     where the policy says so; both give the same bits with two ranks per node.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +33,17 @@ struct StreamGroups {
   std::unique_ptr<Group> everyone;
   std::unique_ptr<Group> node;        // two levels only: the reduce to the node's leader
   std::unique_ptr<Group> node_bcast;  // two levels only: the broadcast from it (null: `node` does both)
-  std::unique_ptr<Group> leaders;     // two levels, on node leaders only
+  std::unique_ptr<Group> leaders;     // two levels on unequal nodes, on node leaders only
+  std::unique_ptr<Group> peers;       // two levels on equal nodes: this local rank's group across the nodes
   int node_leader = 0;                // rank of the node's leader within `node`
+
+  // The group that carries the traffic between nodes on this rank (null: none on this rank).
+  Group* between_nodes() const { return peers ? peers.get() : leaders.get(); }
 };
+
+// The part of n elements each of `parts` local ranks reduces between nodes: n / parts each, the first
+// n % parts one more.
+std::vector<uint64_t> shard_counts(uint64_t n, int parts);
 
 // One fp32 allreduce in flight: n elements at `data`, reduced in place; divided by `divisor` (world size
 // for average, 1 for sum). `nonfinite`: the non-finite results (counted when `count_nonfinite` or fp16 is
@@ -42,6 +54,7 @@ struct WireSlice {
   int64_t divisor = 1;
   bool count_nonfinite = false;
   std::vector<uint16_t> half;
+  std::vector<char> scratch;  // a received part of the node's reduce-scatter
   uint64_t nonfinite = 0;
   uint64_t collectives = 0;
 };

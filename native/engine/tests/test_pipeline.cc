@@ -159,6 +159,11 @@ void run_case(const Layout& c) {
         EXPECT_EQ(op->status, PERSEUS_ENGINE_OK) << op->error;
       }
       EXPECT_GT(e.info().fused_groups, 0u);
+      if (e.info().hierarchical) {  // equal nodes: every rank, not only the leader, carries a part between them
+        uint64_t bytes = 0, calls = 0;
+        e.wire_bytes("leaders", c.wire_dtype == 1 ? PERSEUS_ENGINE_FLOAT32 : PERSEUS_ENGINE_FLOAT16, bytes, calls);
+        EXPECT_GT(bytes, 0u) << "rank " << r;
+      }
       e.shutdown();
       got[size_t(r)] = std::move(data);
     });

@@ -173,7 +173,8 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allreduce_downsampled(
     perseus_engine* engine, const char* name, float* buffer, int64_t numel, int n, float momentum,
     perseus_engine_reduce_op op, perseus_engine_handle* handle);
 /* Payload bytes of `dtype` this rank handed to the transport on `level` ("all": one-level collectives,
- * "node" and "leaders": the two levels, "control": negotiation) and the collectives that carried them. */
+ * "node": inside the node, "leaders": between nodes (the node leaders, or on nodes of equal size every
+ * rank with its peers), "control": negotiation) and the collectives that carried them. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_wire_bytes(perseus_engine* engine, const char* level,
                                                                    perseus_engine_dtype dtype, uint64_t* bytes,
                                                                    uint64_t* collectives);

@@ -308,7 +308,8 @@ class Engine:
 
     def wire_bytes(self, level: str, dtype: Any) -> Tuple[int, int]:
         """(payload bytes, collectives) of `dtype` this rank handed to the transport on `level`: "all" (one
-        level), "node", "leaders" (two levels) or "control" (negotiation)."""
+        level), "node" (inside the node), "leaders" (between nodes: the node leaders, or on nodes of equal size
+        every rank with its peers) or "control" (negotiation)."""
         fn = getattr(self._lib, "perseus_engine_wire_bytes", None)
         if fn is None:
             raise UnsupportedError("this perseus engine library does not count wire bytes")
