@@ -12,7 +12,10 @@ variant trains ddp_bench.py's MLP (14.6 M parameters) with its batch, side by si
 
 Each variant's floor = its forward + its wire time alone (the same reduction of all gradients with no
 compute: torch's allreduce of one fp32 / fp16 tensor, or the perseus engine's allreduce of one fp32 buffer
-under the variant's policy) + its optimizer step. Bytes crossing the slow link per step are counted on the
+under the variant's policy) + its optimizer step. Once per round the 4 ranks also train with no
+communication at all (the model without DDP, 4 at once as in the variants): forward + backward + optimizer
+on the machine's cores, the compute bound no variant can beat where the ranks share few cores; each
+variant's bound is the larger of its floor and that. Bytes crossing the slow link per step are counted on the
 link (both namespaces' eth0 tx_bytes). Needs root.
 
 --also VAR=VALUE[,...] runs every selected perseus variant a second time with these settings too (e.g.
@@ -44,6 +47,7 @@ VARIANTS = {
     "perseus_dtype0_mode1": {"PERSEUS_ALLREDUCE_DTYPE": "0", "PERSEUS_ALLREDUCE_MODE": "1"},
     "perseus_dtype2": {"PERSEUS_ALLREDUCE_DTYPE": "2"},
 }
+COMPUTE_ALONE = "compute_alone"  # no DDP, no communication: the 4 ranks' compute on the shared cores
 
 
 def wire_worker(variant: str, steps: int, warmup: int) -> Dict[str, object]:
@@ -82,7 +86,7 @@ def train_worker(variant: str, steps: int, warmup: int, batch: int) -> Dict[str,
 
     torch.manual_seed(0)
     model = build_model()
-    ddp = DDP(model)
+    ddp = model if variant == COMPUTE_ALONE else DDP(model)
     if variant == "torch_fp16_hook":
         from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import fp16_compress_hook
         ddp.register_comm_hook(None, fp16_compress_hook)
@@ -146,7 +150,7 @@ def base_variant(variant: str) -> str:
 
 def run(link: Link, variant: str, wire: bool, args: argparse.Namespace, port: int) -> List[Dict[str, object]]:
     env = dict(os.environ)
-    env.update(VARIANTS[base_variant(variant)])
+    env.update(VARIANTS.get(base_variant(variant), {}))
     if "[" in variant:  # perseus_dtype2[A=1,B=2]: the --also settings
         env.update(item.split("=", 1) for item in variant[variant.index("[") + 1:-1].split(","))
     if wire and args.profile:
@@ -196,7 +200,7 @@ def main() -> None:
                         help="also run every selected perseus variant with these settings (repeatable)")
     parser.add_argument("--profile", action="store_true", help="print the engine's stage times of the wire runs")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--worker", choices=list(VARIANTS), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=list(VARIANTS) + [COMPUTE_ALONE], help=argparse.SUPPRESS)
     parser.add_argument("--wire", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -215,10 +219,15 @@ def main() -> None:
     sent: Dict[str, List[float]] = {v: [] for v in names}
     loss: Dict[str, float] = {}
     policy: Dict[str, object] = {}
+    compute: List[float] = []
     load = []
     port = 29600
     with Link(args.rate) as link:
         for round_index in range(args.rounds):
+            port += 10
+            compute += run(link, COMPUTE_ALONE, False, args, port)[0]["times"]
+            print("round {} compute alone (no communication): step {:.4f} s".format(
+                round_index + 1, statistics.median(compute[-args.steps:])), file=sys.stderr, flush=True)
             shift = round_index % len(names)
             for variant in names[shift:] + names[:shift]:
                 load.append(os.getloadavg()[0])
@@ -244,14 +253,16 @@ def main() -> None:
     rows = {}
     for v in names:
         floor = med(forward[v]) + med(wires[v]) + med(optim[v])
+        bound = max(floor, med(compute))
         rows[v] = {"step_s": med(steps[v]), "wire_alone_s": med(wires[v]), "floor_s": floor,
-                   "step_over_floor": med(steps[v]) / floor, "mb_on_link_per_step": med(sent[v]) / 1e6,
+                   "step_over_floor": med(steps[v]) / floor, "bound_s": bound, "step_over_bound": med(steps[v]) / bound,
+                   "mb_on_link_per_step": med(sent[v]) / 1e6,
                    "loss": loss[v], "policy": policy[v],
                    "stage_busy_s_per_allreduce": {k: med(x) for k, x in sorted(stage_busy[v].items())}}
     summary = {"link": "2 namespaces x 2 ranks, veth tbf {} each way".format(args.rate),
                "parameters": sum(p.numel() for p in build_model().parameters()), "batch_per_rank": args.batch,
                "rounds": args.rounds, "steps": args.steps, "load_average_1min": [round(x, 2) for x in load],
-               "rows": rows}
+               "compute_alone_s": med(compute), "rows": rows}
     if "torch_fp16_hook" in rows and "perseus_dtype2" in rows:
         summary["dtype2_vs_torch_fp16_hook"] = rows["torch_fp16_hook"]["step_s"] / rows["perseus_dtype2"]["step_s"]
     if args.json:
@@ -261,14 +272,17 @@ def main() -> None:
     print("model: MLP of {:,} parameters, batch {} per rank, 4 ranks; {} rounds x {} steps after {} warm-up; "
           "load average (1 min) during the runs: median {:.2f}, max {:.2f}".format(
               summary["parameters"], args.batch, args.rounds, args.steps, args.warmup, med(load), max(load)))
-    print("{:<22} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>10}".format(
-        "variant", "step (s)", "vs plain", "wire (s)", "floor (s)", "step/floor", "MB link/step", "loss"))
+    print("compute alone (forward + backward + optimizer, 4 ranks at once, no communication): {:.4f} s".format(
+        summary["compute_alone_s"]))
+    print("{:<22} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12} {:>10}".format(
+        "variant", "step (s)", "vs plain", "wire (s)", "floor (s)", "step/floor", "step/bound", "MB link/step",
+        "loss"))
     plain = rows.get("plain", {}).get("step_s")
     for v in names:
         r = rows[v]
-        print("{:<22} {:>10.4f} {:>9.2f}x {:>10.4f} {:>10.4f} {:>11.2f}x {:>12.2f} {:>10.5f}".format(
+        print("{:<22} {:>10.4f} {:>9.2f}x {:>10.4f} {:>10.4f} {:>11.2f}x {:>11.2f}x {:>12.2f} {:>10.5f}".format(
             v, r["step_s"], plain / r["step_s"] if plain else float("nan"), r["wire_alone_s"], r["floor_s"],
-            r["step_over_floor"], r["mb_on_link_per_step"], r["loss"]))
+            r["step_over_floor"], r["step_over_bound"], r["mb_on_link_per_step"], r["loss"]))
     for v in names:
         if rows[v]["policy"]:
             print("{}: {}".format(v, rows[v]["policy"]))

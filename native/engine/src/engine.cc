@@ -69,6 +69,7 @@ int64_t Engine::submit(Request request, void* data, const void* input) {
   op->data = data;
   op->input = input;
   int64_t handle = next_handle_++;
+  op->sequence = handle;
   handles_[handle] = op;
   in_flight_names_[op->request.name] = handle;
   submitted_.push_back(op);

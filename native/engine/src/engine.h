@@ -36,6 +36,7 @@ class DeviceBackend;  // device_backend.h
 // One submitted collective.
 struct Op {
   Request request;
+  int64_t sequence = 0;        // submission order on this rank (its handle)
   void* data = nullptr;        // allreduce/broadcast: in place
   const void* input = nullptr; // allgather
   // completion

@@ -145,7 +145,13 @@ bool Engine::renegotiate(bool shutdown, const std::string& off_plan) {
     }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  for (auto& [name, op] : announced_) submitted_.push_back(op);  // announced online from the next cycle
+  // announced online from the next cycle, in the order they were submitted: before whatever was submitted
+  // during the renegotiation (else a step's first collective is agreed after its second, and the plan
+  // learner can take a half step for the whole one)
+  std::vector<std::shared_ptr<Op>> earlier;
+  for (auto& [name, op] : announced_) earlier.push_back(op);
+  std::sort(earlier.begin(), earlier.end(), [](const auto& a, const auto& b) { return a->sequence < b->sequence; });
+  submitted_.insert(submitted_.begin(), earlier.begin(), earlier.end());
   announced_.clear();
   offline_.reset();
   offline_active_ = false;

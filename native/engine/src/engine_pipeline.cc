@@ -157,7 +157,7 @@ void Engine::end_slice(FusedSlice& f) {
                 std::to_string(f.wire.nonfinite) + " element(s). A loss that grows too large can overflow fp16 "
                 "after the gradient scale: lower PERSEUS_ALLREDUCE_GRADIENT_SCALE or find the layer that produces it";
   }
-  if (!f.in_place) {
+  if (!f.in_place && !f.failed) {  // a failed collective leaves the tensors as they were
     uint64_t at = 0;
     for (const auto& u : units) {
       std::memcpy(static_cast<float*>(ops[u.tensor]->data) + u.offset, f.wire.data + at, u.numel * 4);

@@ -100,8 +100,11 @@ class Handle:
         self._engine = engine
         self._handle = handle
         self._kind = kind
-        self._buffer = buffer  # keeps the memory alive until the engine is done with it
+        self._buffer = buffer
         self._released = False
+        # The engine owns the memory until the collective completes, also when this handle is dropped
+        # unwaited (an exception while waiting for another handle): the engine holds it until then.
+        engine._in_flight[handle] = buffer
 
     def poll(self) -> bool:
         lib = self._engine._lib
@@ -142,6 +145,7 @@ class Handle:
             _check(lib, lib.perseus_engine_release(ptr, self._handle))
             self._released = True
             self._buffer = None
+            self._engine._in_flight.pop(self._handle, None)
 
 
 class Engine:
@@ -180,6 +184,7 @@ class Engine:
         handle = ctypes.c_void_p()
         _check(self._lib, self._lib.perseus_engine_create(ctypes.byref(opts), ctypes.byref(handle)))
         self._handle = handle  # type: Optional[ctypes.c_void_p]
+        self._in_flight = {}  # type: Dict[int, Any]  # handle -> buffer the engine may still write
         _LIVE.add(self)
         info = self.info()
         self.rank, self.size = info["rank"], info["size"]
@@ -232,7 +237,10 @@ class Engine:
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
-        _check(self._lib, self._lib.perseus_engine_destroy(handle))
+        try:
+            _check(self._lib, self._lib.perseus_engine_destroy(handle))
+        finally:
+            self._in_flight.clear()  # the engine's threads have ended: nothing writes into them any more
 
     def __enter__(self) -> "Engine":
         return self
