@@ -153,9 +153,6 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32, help="batch size per rank")
     parser.add_argument("--rounds", type=int, default=3, help="runs of every variant, interleaved")
     parser.add_argument("--rate", default="1gbit", help="tbf rate of each side of the link")
-    parser.add_argument("--queue", choices=("fifo", "fq_codel"), default="fifo",
-                        help="the link's queue behind the shaper (bench/netns.py): fq_codel keeps small messages "
-                             "out of another flow's queue")
     parser.add_argument("--timeout", type=float, default=600, help="seconds per variant")
     parser.add_argument("--also", action="append", default=[], metavar="VAR=VALUE[,VAR=VALUE]",
                         help="also run perseus with these PERSEUS_* settings (repeatable)")
@@ -174,7 +171,7 @@ def main() -> None:
     results: Dict[str, Dict[str, object]] = {}
     wire_times: List[float] = []
     port = 29400
-    with Link(args.rate, args.queue) as link:
+    with Link(args.rate) as link:
         for round_index in range(args.rounds):  # variants interleaved, so that drift of the machine hits all alike
             shift = round_index % len(variants)
             order = variants[shift:] + variants[:shift]
@@ -204,7 +201,7 @@ def main() -> None:
     # alone + its optimizer step (it needs the reduced gradients). Backward overlaps the wire.
     floor = {v: phase_medians[v]["forward"] + wire + phase_medians[v]["optimizer"] for v in variants}
     summary = {
-        "link": "veth between two namespaces, tbf rate {} each way, queue {}".format(args.rate, args.queue),
+        "link": "veth between two namespaces, tbf rate {} each way".format(args.rate),
         "parameters": results["perseus"]["parameters"], "batch_per_rank": args.batch, "steps": args.steps,
         "rounds": args.rounds,
         "median_step_s": {v: round(results[v]["median"], 4) for v in variants},

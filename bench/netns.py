@@ -29,17 +29,11 @@ def missing_requirement() -> Optional[str]:
 class Link:
     """Two namespaces, a veth pair between them renamed eth0 on both sides, each side shaped by tbf."""
 
-    def __init__(self, rate: str, queue: str = "fifo") -> None:
-        """queue: what holds the packets waiting for the tbf shaper: "fifo" (tbf's own byte FIFO, up to 50 ms of
-        data; every benchmark's default) or "fq_codel" (Linux's usual default qdisc: flows queue apart, so a
-        small message does not wait behind another flow's bulk data)."""
-        if queue not in ("fifo", "fq_codel"):
-            raise ValueError("queue must be fifo or fq_codel, not {!r}".format(queue))
+    def __init__(self, rate: str) -> None:
         tag = str(os.getpid())
         self.namespaces = ("perseus-bench-a-" + tag, "perseus-bench-b-" + tag)
         self.veths = ("pba" + tag[-8:], "pbb" + tag[-8:])
         self.rate = rate
-        self.queue = queue
 
     def __enter__(self) -> "Link":
         try:
@@ -52,10 +46,8 @@ class Link:
                 _in(ns, "ip", "addr", "add", address + "/24", "dev", "eth0")
                 _in(ns, "ip", "link", "set", "eth0", "up")
                 _in(ns, "ip", "link", "set", "lo", "up")
-                _in(ns, "tc", "qdisc", "add", "dev", "eth0", "root", "handle", "1:", "tbf", "rate", self.rate,
-                    "burst", "256kb", "latency", "50ms")
-                if self.queue == "fq_codel":
-                    _in(ns, "tc", "qdisc", "add", "dev", "eth0", "parent", "1:1", "fq_codel")
+                _in(ns, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", self.rate, "burst", "256kb",
+                    "latency", "50ms")
         except BaseException:
             self.__exit__(None, None, None)
             raise
