@@ -52,9 +52,9 @@ def test_global_scope_two_ranks_is_one_batch_norm_over_both_batches(mxnet_python
     check_against_reference(reports, lambda r: 0)
 
 
-def test_node_scope_two_nodes_of_two_ranks(mxnet_python):
-    """4 processes started as torchrun starts 2 nodes x 2 ranks (GROUP_RANK = node): comm_scope=0 gives each
-    node the statistics of its own 2 ranks."""
+def run_two_nodes_of_two(mxnet_python, argv):
+    """4 processes of `mxnet_python argv` started as torchrun starts 2 nodes x 2 ranks (GROUP_RANK = node);
+    their (stdout, stderr), each asserted to have exited 0."""
     master, perseus = helpers.free_ports(2)
     procs = []
     for rank in range(4):
@@ -63,11 +63,18 @@ def test_node_scope_two_nodes_of_two_ranks(mxnet_python):
                                     "LOCAL_RANK": str(rank % 2), "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": str(rank // 2)})
         env.pop("PERSEUS_ENGINE_LIBRARY")
         env["PYTHONPATH"] = PYTHONPATH
-        procs.append(subprocess.Popen([mxnet_python, str(WORKER), "0"], env=env, stdout=subprocess.PIPE,
+        procs.append(subprocess.Popen([mxnet_python] + list(argv), env=env, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, universal_newlines=True))
     outputs = [p.communicate(timeout=300) for p in procs]
     for p, (out, err) in zip(procs, outputs):
         assert p.returncode == 0, out[-2000:] + err[-3000:]
+    return outputs
+
+
+def test_node_scope_two_nodes_of_two_ranks(mxnet_python):
+    """4 processes started as torchrun starts 2 nodes x 2 ranks (GROUP_RANK = node): comm_scope=0 gives each
+    node the statistics of its own 2 ranks."""
+    outputs = run_two_nodes_of_two(mxnet_python, [str(WORKER), "0"])
     reports = sorted((json.loads(out[out.index("REPORT ") + 7:].splitlines()[0]) for out, _ in outputs),
                      key=lambda r: r["rank"])
     assert [(r["rank"], r["node"]) for r in reports] == [(0, 0), (1, 0), (2, 1), (3, 1)]

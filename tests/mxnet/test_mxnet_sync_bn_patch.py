@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from test_mxnet_sync_bn import PYTHONPATH, check_against_reference, helpers
+from test_mxnet_sync_bn import PYTHONPATH, check_against_reference, helpers, run_two_nodes_of_two
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PATCH = REPO_ROOT / "recipes" / "mxnet" / "patches" / "perseus-mxnet-sync-bn.patch"
@@ -190,19 +190,7 @@ def test_the_operator_global_scope_two_ranks(mxnet_python, driver):
 
 
 def test_the_operator_node_scope_two_nodes_of_two_ranks(mxnet_python, driver):
-    master, perseus = helpers.free_ports(2)
-    procs = []
-    for rank in range(4):
-        env = helpers.base_env("", {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(master),
-                                    "PERSEUS_MASTER_PORT": str(perseus), "RANK": str(rank), "WORLD_SIZE": "4",
-                                    "LOCAL_RANK": str(rank % 2), "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": str(rank // 2)})
-        env.pop("PERSEUS_ENGINE_LIBRARY")
-        env["PYTHONPATH"] = PYTHONPATH
-        procs.append(subprocess.Popen([mxnet_python, str(WORKER), str(driver), "0"], env=env, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, universal_newlines=True))
-    outputs = [p.communicate(timeout=300) for p in procs]
-    for p, (out, err) in zip(procs, outputs):
-        assert p.returncode == 0, out[-2000:] + err[-3000:]
+    outputs = run_two_nodes_of_two(mxnet_python, [str(WORKER), str(driver), "0"])
     reports = reports_of([out for out, _ in outputs])
     assert [r["node"] for r in reports] == [0, 0, 1, 1]
     check_against_reference(reports, lambda r: r["node"])

@@ -111,6 +111,9 @@ class Engine {
   void deviate(const std::string& what);
   bool poll_abort();
   std::string abort_after_failure();  // a stream's collective failed: another rank's deviation, if any
+  // An earlier collective broke the engine: true, with the status and message a collective about to run
+  // gets instead (the offline plan's deviation when a rank left it, else the first failure).
+  bool refused_after_failure(perseus_engine_status& status, std::string& message);
   void dispatch(std::vector<Agreed>& ready);
   void enqueue(std::function<void(Stream&)> task, int streams);
   void agree_streams();  // the stream tuner's decision, the same on every rank

@@ -8,11 +8,10 @@ namespace perseus::engine {
 
 void Engine::run_device(Stream& s, const std::shared_ptr<Op>& op) {
   s.pipeline->drain();  // the host-staged path talks on the stream's Gloo groups, as the pipeline does
-  std::string broken = failure();
-  if (!broken.empty()) {
-    std::string deviation = abort_after_failure();
-    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
-               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
+  perseus_engine_status refused;
+  std::string why;
+  if (refused_after_failure(refused, why)) {
+    op->finish(refused, why);
     return;
   }
   const Request& r = op->request;

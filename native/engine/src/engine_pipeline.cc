@@ -85,11 +85,10 @@ void Engine::begin_slice(FusedSlice& f) {
   f.wire.n = 0;
   f.wire.nonfinite = 0;
   f.wire.collectives = 0;
-  std::string broken = failure();
-  if (!broken.empty()) {
-    std::string deviation = abort_after_failure();
-    fail_slice(f, deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
-               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
+  perseus_engine_status refused;
+  std::string why;
+  if (refused_after_failure(refused, why)) {
+    fail_slice(f, refused, why);
     f.in_place = true;  // nothing gathered: nothing to scatter
     return;
   }
@@ -122,11 +121,10 @@ void Engine::run_step(FusedSlice& f, const WireStep& step) {
   if (f.failed || f.wire.n == 0) return;
   if (step.group != nullptr) {
     // another slice failed since this one began: the others will not meet this collective
-    std::string broken = failure();
-    if (!broken.empty()) {
-      std::string deviation = abort_after_failure();
-      fail_slice(f, deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
-                 deviation.empty() ? "perseus engine is broken: " + broken : deviation);
+    perseus_engine_status refused;
+    std::string why;
+    if (refused_after_failure(refused, why)) {
+      fail_slice(f, refused, why);
       return;
     }
   }

@@ -32,11 +32,10 @@ std::string Engine::collective_error(const Request& r, const std::string& what) 
 
 void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& agreed) {
   s.pipeline->drain();  // the fused groups before it have left their contexts (`everyone` among them)
-  std::string broken = failure();
-  if (!broken.empty()) {
-    std::string deviation = abort_after_failure();
-    op->finish(deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH,
-               deviation.empty() ? "perseus engine is broken: " + broken : deviation);
+  perseus_engine_status refused;
+  std::string why;
+  if (refused_after_failure(refused, why)) {
+    op->finish(refused, why);
     return;
   }
   const Request& r = op->request;
@@ -89,6 +88,15 @@ void Engine::run_single(Stream& s, const std::shared_ptr<Op>& op, const Agreed& 
     return;
   }
   op->finish(PERSEUS_ENGINE_OK, "");
+}
+
+bool Engine::refused_after_failure(perseus_engine_status& status, std::string& message) {
+  std::string broken = failure();
+  if (broken.empty()) return false;
+  std::string deviation = abort_after_failure();
+  status = deviation.empty() ? PERSEUS_ENGINE_COMMUNICATION : PERSEUS_ENGINE_MISMATCH;
+  message = deviation.empty() ? "perseus engine is broken: " + broken : deviation;
+  return true;
 }
 
 void Engine::fail_collective(Op& op, const std::string& what) {

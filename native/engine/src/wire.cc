@@ -38,6 +38,16 @@ uint64_t finish_plain(float* data, uint64_t n, int64_t divisor, bool count_nonfi
   return bad;
 }
 
+// The local steps on the whole slice: fp16 copy of data * scale, and back (/ (scale * divisor)).
+WireStep compress_step(float scale) {
+  return {"compress", nullptr, [scale](WireSlice& s) { compress(s.data, s.n, scale, s.half); }};
+}
+
+WireStep decompress_step(float scale) {
+  return {"decompress", nullptr,
+          [scale](WireSlice& s) { s.nonfinite = decompress(s.half.data(), s.data, s.n, scale, s.divisor); }};
+}
+
 // Two levels on equal nodes: node reduce-scatter, the part's allreduce among peers, node allgather.
 std::vector<WireStep> sharded_steps(StreamGroups& g, const WirePolicy& p) {
   std::vector<WireStep> steps;
@@ -56,7 +66,7 @@ std::vector<WireStep> sharded_steps(StreamGroups& g, const WirePolicy& p) {
     return Part{offset, counts[size_t(mine)]};
   };
   if (p.intra_fp16) {
-    steps.push_back({"compress", nullptr, [scale](WireSlice& s) { compress(s.data, s.n, scale, s.half); }});
+    steps.push_back(compress_step(scale));
     steps.push_back({"node reduce-scatter fp16", node, [node, parts](WireSlice& s) {
                        node->reduce_scatter_sum(s.half.data(), shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT16,
                                                 s.scratch);
@@ -71,9 +81,7 @@ std::vector<WireStep> sharded_steps(StreamGroups& g, const WirePolicy& p) {
                        gather->allgather_in_place(s.half.data(), shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT16);
                        ++s.collectives;
                      }});
-    steps.push_back({"decompress", nullptr, [scale](WireSlice& s) {
-                       s.nonfinite = decompress(s.half.data(), s.data, s.n, scale, s.divisor);
-                     }});
+    steps.push_back(decompress_step(scale));
     return steps;
   }
   steps.push_back({"node reduce-scatter fp32", node, [node, parts](WireSlice& s) {
@@ -140,20 +148,16 @@ WirePolicy wire_policy(int wire_dtype, int mode, float scale, int num_nodes, int
 std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p) {
   std::vector<WireStep> steps;
   const float scale = p.scale;
-  auto compress_step = [scale](WireSlice& s) { compress(s.data, s.n, scale, s.half); };
-  auto decompress_step = [scale](WireSlice& s) {
-    s.nonfinite = decompress(s.half.data(), s.data, s.n, scale, s.divisor);
-  };
   auto plain_step = [](WireSlice& s) { s.nonfinite = finish_plain(s.data, s.n, s.divisor, s.count_nonfinite); };
   if (!p.hierarchical) {
     Group* all = g.everyone.get();
     if (p.intra_fp16 && p.inter_fp16) {
-      steps.push_back({"compress", nullptr, compress_step});
+      steps.push_back(compress_step(scale));
       steps.push_back({"allreduce fp16", all, [all](WireSlice& s) {
                          all->allreduce_sum(s.half.data(), s.n, PERSEUS_ENGINE_FLOAT16);
                          ++s.collectives;
                        }});
-      steps.push_back({"decompress", nullptr, decompress_step});
+      steps.push_back(decompress_step(scale));
       return steps;
     }
     steps.push_back({"allreduce fp32", all, [all](WireSlice& s) {
@@ -169,7 +173,7 @@ std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p) {
   Group* leaders = g.leaders.get();
   const int root = g.node_leader;
   if (p.intra_fp16) {
-    steps.push_back({"compress", nullptr, compress_step});
+    steps.push_back(compress_step(scale));
     steps.push_back({"node reduce fp16", node, [node, root](WireSlice& s) {
                        node->reduce_sum(s.half.data(), s.n, PERSEUS_ENGINE_FLOAT16, root);
                        ++s.collectives;
@@ -184,7 +188,7 @@ std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p) {
                        bcast->broadcast(s.half.data(), s.n * 2, root, PERSEUS_ENGINE_FLOAT16);
                        ++s.collectives;
                      }});
-    steps.push_back({"decompress", nullptr, decompress_step});
+    steps.push_back(decompress_step(scale));
     return steps;
   }
   steps.push_back({"node reduce fp32", node, [node, root](WireSlice& s) {
@@ -192,12 +196,12 @@ std::vector<WireStep> wire_steps(StreamGroups& g, const WirePolicy& p) {
                      ++s.collectives;
                    }});
   if (leaders && p.inter_fp16) {
-    steps.push_back({"compress", nullptr, compress_step});
+    steps.push_back(compress_step(scale));
     steps.push_back({"leaders allreduce fp16", leaders, [leaders](WireSlice& s) {
                        leaders->allreduce_sum(s.half.data(), s.n, PERSEUS_ENGINE_FLOAT16);
                        ++s.collectives;
                      }});
-    steps.push_back({"decompress", nullptr, decompress_step});
+    steps.push_back(decompress_step(scale));
   } else if (leaders) {
     steps.push_back({"leaders allreduce fp32", leaders, [leaders](WireSlice& s) {
                        leaders->allreduce_sum(s.data, s.n, PERSEUS_ENGINE_FLOAT32);
