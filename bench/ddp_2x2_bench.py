@@ -16,7 +16,9 @@ under the variant's policy) + its optimizer step. Once per round the 4 ranks als
 communication at all (the model without DDP, 4 at once as in the variants): forward + backward + optimizer
 on the machine's cores, the compute bound no variant can beat where the ranks share few cores; each
 variant's bound is the larger of its floor and that. Bytes crossing the slow link per step are counted on the
-link (both namespaces' eth0 tx_bytes). Needs root.
+link (both namespaces' eth0 tx_bytes). The CPU seconds all 4 ranks spend per step (every thread, user + system,
+from each process's clock), divided by the machine's cores, is the step's CPU bound: where it nears the step,
+the ranks' compute and the wire's copies compete for the cores. Needs root.
 
 --also VAR=VALUE[,...] runs every selected perseus variant a second time with these settings too (e.g.
 PERSEUS_ENGINE_LIBRARY=<another build> for a before/after pair in one run); --profile has the engine print
@@ -57,25 +59,28 @@ def wire_worker(variant: str, steps: int, warmup: int) -> Dict[str, object]:
 
     numel = sum(p.numel() for p in build_model().parameters())
     times: List[float] = []
+    cpu: List[float] = []
     if variant.startswith("perseus"):
         from perseus.torch import _comm
         world = _comm.world()
         flat = torch.ones(numel)
         for step in range(warmup + steps):
             dist.barrier()
-            start = time.perf_counter()
+            start, cpu_start = time.perf_counter(), time.process_time()
             world.engine.allreduce_async("wire", _comm.buffer_of(flat), op="average").wait()
             if step >= warmup:
                 times.append(time.perf_counter() - start)
-        return {"times": times, "policy": world.describe_policy()}
+                cpu.append(time.process_time() - cpu_start)
+        return {"times": times, "cpu": cpu, "policy": world.describe_policy()}
     flat = torch.ones(numel, dtype=torch.float16 if variant == "torch_fp16_hook" else torch.float32)
     for step in range(warmup + steps):
         dist.barrier()
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         dist.all_reduce(flat)
         if step >= warmup:
             times.append(time.perf_counter() - start)
-    return {"times": times}
+            cpu.append(time.process_time() - cpu_start)
+    return {"times": times, "cpu": cpu}
 
 
 def train_worker(variant: str, steps: int, warmup: int, batch: int) -> Dict[str, object]:
@@ -94,6 +99,7 @@ def train_worker(variant: str, steps: int, warmup: int, batch: int) -> Dict[str,
     rank = dist.get_rank()
     teacher = torch.randn(1024, 1000, generator=torch.Generator().manual_seed(7))
     times: List[float] = []
+    cpu: List[float] = []
     phases: Dict[str, List[float]] = {"forward": [], "optimizer": []}
     loss_value = float("nan")
     sent_before = 0
@@ -104,23 +110,24 @@ def train_worker(variant: str, steps: int, warmup: int, batch: int) -> Dict[str,
         g = torch.Generator().manual_seed(1000 * step + rank)
         x = torch.randn(batch, 1024, generator=g)
         y = (x @ teacher).argmax(dim=1)
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.process_time()
         optimizer.zero_grad()
         loss = F.cross_entropy(ddp(x), y)
         forward_end = time.perf_counter()
         loss.backward()
         backward_end = time.perf_counter()
         optimizer.step()
-        end = time.perf_counter()
+        end, cpu_end = time.perf_counter(), time.process_time()
         loss_value = loss.item()
         if step >= warmup:
             times.append(end - start)
+            cpu.append(cpu_end - cpu_start)
             phases["forward"].append(forward_end - start)
             phases["optimizer"].append(end - backward_end)
     dist.barrier()
     sent = (tx_bytes() - sent_before) / max(1, steps)
     state = getattr(ddp, "_perseus_state", None)
-    return {"times": times, "phases": phases, "loss": loss_value, "sent_per_step": sent,
+    return {"times": times, "cpu": cpu, "phases": phases, "loss": loss_value, "sent_per_step": sent,
             "policy": state.policy if state is not None else None}
 
 
@@ -186,6 +193,13 @@ def run(link: Link, variant: str, wire: bool, args: argparse.Namespace, port: in
     return reports
 
 
+def machine_cpu(reports: List[Dict[str, object]]) -> float:
+    """CPU seconds the 4 ranks spent per step (user + system, every thread), from the two reporting ranks (local
+    rank 0 of each node) with their node peer counted alike: the ranks of a node do the same work."""
+    per_node = [statistics.median(r["cpu"]) for r in reports]  # type: ignore[arg-type]
+    return sum(per_node) * 4 / len(per_node)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
@@ -220,12 +234,17 @@ def main() -> None:
     loss: Dict[str, float] = {}
     policy: Dict[str, object] = {}
     compute: List[float] = []
+    cpu_wire: Dict[str, List[float]] = {v: [] for v in names}  # CPU seconds of all 4 ranks per step
+    cpu_step: Dict[str, List[float]] = {v: [] for v in names}
+    cpu_compute: List[float] = []
     load = []
     port = 29600
     with Link(args.rate) as link:
         for round_index in range(args.rounds):
             port += 10
-            compute += run(link, COMPUTE_ALONE, False, args, port)[0]["times"]
+            reports = run(link, COMPUTE_ALONE, False, args, port)
+            compute += reports[0]["times"]
+            cpu_compute.append(machine_cpu(reports))
             print("round {} compute alone (no communication): step {:.4f} s".format(
                 round_index + 1, statistics.median(compute[-args.steps:])), file=sys.stderr, flush=True)
             shift = round_index % len(names)
@@ -234,6 +253,7 @@ def main() -> None:
                 port += 10
                 reports = run(link, variant, True, args, port)
                 wires[variant] += reports[0]["times"]
+                cpu_wire[variant].append(machine_cpu(reports))
                 for prof in reports[0]["profiles"]:
                     for stage, seconds in prof["busy_s"].items():
                         key = "rank {} stream {}: {}".format(prof["rank"], prof["stream"], stage)
@@ -241,6 +261,7 @@ def main() -> None:
                 port += 10
                 reports = run(link, variant, False, args, port)
                 steps[variant] += reports[0]["times"]
+                cpu_step[variant].append(machine_cpu(reports))
                 forward[variant] += reports[0]["phases"]["forward"]
                 optim[variant] += reports[0]["phases"]["optimizer"]
                 sent[variant].append(sum(r["sent_per_step"] for r in reports))  # both directions of the link
@@ -255,6 +276,7 @@ def main() -> None:
         floor = med(forward[v]) + med(wires[v]) + med(optim[v])
         bound = max(floor, med(compute))
         rows[v] = {"step_s": med(steps[v]), "wire_alone_s": med(wires[v]), "floor_s": floor,
+                   "cpu_s_per_step": med(cpu_step[v]), "wire_cpu_s": med(cpu_wire[v]),
                    "step_over_floor": med(steps[v]) / floor, "bound_s": bound, "step_over_bound": med(steps[v]) / bound,
                    "mb_on_link_per_step": med(sent[v]) / 1e6,
                    "loss": loss[v], "policy": policy[v],
@@ -262,7 +284,8 @@ def main() -> None:
     summary = {"link": "2 namespaces x 2 ranks, veth tbf {} each way".format(args.rate),
                "parameters": sum(p.numel() for p in build_model().parameters()), "batch_per_rank": args.batch,
                "rounds": args.rounds, "steps": args.steps, "load_average_1min": [round(x, 2) for x in load],
-               "compute_alone_s": med(compute), "rows": rows}
+               "compute_alone_s": med(compute), "compute_alone_cpu_s": med(cpu_compute), "cores": os.cpu_count(),
+               "rows": rows}
     if "torch_fp16_hook" in rows and "perseus_dtype2" in rows:
         summary["dtype2_vs_torch_fp16_hook"] = rows["torch_fp16_hook"]["step_s"] / rows["perseus_dtype2"]["step_s"]
     if args.json:
@@ -272,8 +295,9 @@ def main() -> None:
     print("model: MLP of {:,} parameters, batch {} per rank, 4 ranks; {} rounds x {} steps after {} warm-up; "
           "load average (1 min) during the runs: median {:.2f}, max {:.2f}".format(
               summary["parameters"], args.batch, args.rounds, args.steps, args.warmup, med(load), max(load)))
-    print("compute alone (forward + backward + optimizer, 4 ranks at once, no communication): {:.4f} s".format(
-        summary["compute_alone_s"]))
+    print("compute alone (forward + backward + optimizer, 4 ranks at once, no communication): {:.4f} s, "
+          "{:.3f} CPU-s per step on {} cores".format(summary["compute_alone_s"], summary["compute_alone_cpu_s"],
+                                                      summary["cores"]))
     print("{:<22} {:>10} {:>10} {:>10} {:>10} {:>12} {:>12} {:>12} {:>10}".format(
         "variant", "step (s)", "vs plain", "wire (s)", "floor (s)", "step/floor", "step/bound", "MB link/step",
         "loss"))
@@ -283,6 +307,11 @@ def main() -> None:
         print("{:<22} {:>10.4f} {:>9.2f}x {:>10.4f} {:>10.4f} {:>11.2f}x {:>11.2f}x {:>12.2f} {:>10.5f}".format(
             v, r["step_s"], plain / r["step_s"] if plain else float("nan"), r["wire_alone_s"], r["floor_s"],
             r["step_over_floor"], r["step_over_bound"], r["mb_on_link_per_step"], r["loss"]))
+    print("CPU seconds per step, all 4 ranks (every thread, user + system); / cores = the step's CPU bound:")
+    for v in names:
+        r = rows[v]
+        print("    {:<22} step {:.3f} CPU-s (/ {} cores = {:.4f} s), wire alone {:.3f} CPU-s".format(
+            v, r["cpu_s_per_step"], summary["cores"], r["cpu_s_per_step"] / summary["cores"], r["wire_cpu_s"]))
     for v in names:
         if rows[v]["policy"]:
             print("{}: {}".format(v, rows[v]["policy"]))

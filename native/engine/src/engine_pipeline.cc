@@ -95,12 +95,15 @@ void Engine::begin_slice(FusedSlice& f) {
   const auto& ops = *f.ops;
   const auto& units = *f.units;
   const Unit& first = units[0];
-  f.in_place = units.size() == 1 && first.offset == 0 && first.numel == numel(ops[first.tensor]->request.shape);
+  // One unit (a whole tensor, or one slice of a large one) is contiguous in the caller's buffer: the steps
+  // run on it where it lies. Gathering such a slice and scattering it back cost two copies of every byte of
+  // a large gradient, on the cores that backward needs.
+  f.in_place = units.size() == 1;
   uint64_t n = 0;
   for (const auto& u : units) n += u.numel;
   float* payload = nullptr;
   if (f.in_place) {
-    payload = static_cast<float*>(ops[first.tensor]->data);
+    payload = static_cast<float*>(ops[first.tensor]->data) + first.offset;
   } else {
     if (f.fusion.size() < n) f.fusion.resize(n);
     payload = f.fusion.data();

@@ -183,6 +183,56 @@ void run_case(const Layout& c) {
 
 }  // namespace
 
+// A tensor above the slice size, alone in its cycle: each slice is a contiguous range of the caller's
+// buffer and is reduced where it lies (no gather into a fusion buffer, no scatter back).
+TEST(EnginePipeline, SlicesOfOneTensorAreReducedWhereTheyLie) {
+  const int size = 2;
+  const int port = free_port();
+  const int64_t n = 5 * 1048576 / 2 + 7;  // two and a half slices and a few elements
+  std::vector<std::vector<float>> got(size);
+  std::vector<uint64_t> gathered(size, 1);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < size; ++r) {
+    threads.emplace_back([&, r] {
+      perseus_engine_options o;
+      default_options(&o);
+      o.rank = r;
+      o.size = size;
+      o.master_port = port;
+      o.wire_dtype = 1;
+      o.streams = 1;
+      o.stream_tuning = 0;
+      o.timeout_seconds = 30;
+      std::strcpy(o.master_addr, "127.0.0.1");
+      std::vector<float> data(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) data[size_t(i)] = float((i % 1000) * (r + 1));  // sums exact in fp32
+      Engine e(o);
+      Request q;
+      q.name = "big";
+      q.kind = Kind::kAllreduce;
+      q.dtype = PERSEUS_ENGINE_FLOAT32;
+      q.shape = {n};
+      q.op = PERSEUS_ENGINE_SUM;
+      auto op = e.find(e.submit(q, data.data(), nullptr));
+      {
+        std::unique_lock<std::mutex> lock(op->mu);
+        op->cv.wait(lock, [&] { return op->done; });
+        EXPECT_EQ(op->status, PERSEUS_ENGINE_OK) << op->error;
+      }
+      gathered[size_t(r)] = e.info().fused_groups;
+      e.shutdown();
+      got[size_t(r)] = std::move(data);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < size; ++r) {
+    EXPECT_EQ(gathered[size_t(r)], 0u) << "rank " << r << " copied a slice of one tensor into a fusion buffer";
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[size_t(r)][size_t(i)], float((i % 1000) * 3)) << "rank " << r << " element " << i;
+    }
+  }
+}
+
 TEST(EnginePipeline, TwoByTwoNodesDtype2BitIdenticalToTheSerialSteps) { run_case({4, 2, 2, -1, 1}); }
 TEST(EnginePipeline, TwoByTwoNodesFp16Mode1BitIdenticalToTheSerialSteps) { run_case({4, 2, 0, 1, 1}); }
 TEST(EnginePipeline, TwoByTwoNodesDtype2TwoStreams) { run_case({4, 2, 2, -1, 2}); }
