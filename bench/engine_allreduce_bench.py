@@ -9,8 +9,8 @@
 Each variant reports the median seconds per allreduce (and in brackets the 10th percentile: what a loaded
 machine still allows) and the bytes rank 0 sent per allreduce (eth0's
 tx_bytes: fp16 on the wire shows as half the bytes). torch is needed only for the torch variants.
---fusion is the engine's PERSEUS_ALLREDUCE_FUSION (-1 automatic: a buffer above 4 MiB travels as 4 MiB
-slices through the stream's pipeline; 0: one collective, as the figures before 2026-11-24 08:00 UTC).
+--fusion is the engine's PERSEUS_ALLREDUCE_FUSION (-1 automatic: a buffer above 2 MiB travels as 2 MiB
+slices through the stream's pipeline, 4 MiB before 2026-11-24 14:30 UTC; 0: one collective, as the figures before 2026-11-24 08:00 UTC).
 --before PATH also runs the engine variants with the engine library at PATH (a build of another commit),
 as engine_fp32@before / engine_fp16@before, in the same run.
 

@@ -79,7 +79,9 @@ def test_allreduce_one_level(engine_library, np, dtype, op, streams):
         wants = [expected([value(q, i) for q in range(np)], dtype, op == "average") for i in range(4)]
         for got in r["big_distinct"]:
             assert any(got == pytest.approx(w, rel=1e-6 if dtype == 1 else 0) for w in wants), (got, wants)
-        assert info["fused_groups"] >= 1  # the big tensor's slices and the small ones were fused
+        # (whether these three tensors share a fused group is the planner's choice for their sizes: at 2 MiB
+        # partitions every group here is one unit, reduced in place; test_pipelined_slices_of_odd_sizes
+        # asserts fusion)
 
 
 def test_allreduce_two_levels_dtype2(engine_library):
@@ -134,7 +136,7 @@ def test_allreduce_mode1_fp16_two_levels(engine_library):
 
 @pytest.mark.parametrize("np,dtype", [(4, 2), (2, 0)])
 def test_pipelined_slices_of_odd_sizes(engine_library, np, dtype):
-    """One stream, 32 tensors of odd sizes (three above 4 MiB): the stream's pipeline holds several slices
+    """One stream, 32 tensors of odd sizes (three above 4 MiB, so above the 2 MiB partition): the stream's pipeline holds several slices
     at once; every element is the wire policy's result, in two levels (2 x 2 nodes) and in one."""
     proc = perseusrun(engine_library, np, "pipeline", hosts=two_local_hosts() if np == 4 else None,
                       env={"PERSEUS_ALLREDUCE_DTYPE": str(dtype), "PERSEUS_ALLREDUCE_STREAMS": "1"})

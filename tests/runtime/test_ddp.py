@@ -41,7 +41,7 @@ def test_perseus_ddp_matches_plain_ddp_within_fp16_tolerance_and_sends_fp16(npro
 
 def test_channels_last_gradients_still_match_plain_ddp():
     """channels_last convolutions: DDP hands perseus their gradients as non-contiguous bucket views; the engine
-    reduces the (contiguous) bucket in place. (The engine cuts tensors above 4 MiB into slices itself: its
+    reduces the (contiguous) bucket in place. (The engine cuts tensors above 2 MiB into slices itself: its
     plan tests cover that; this test no longer shrinks the slice size of the removed Python engine.)"""
     ranks = run("parity", 2, env={"CASE_MODEL": "channels_last"})
     first = ranks[0]

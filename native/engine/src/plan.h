@@ -11,7 +11,10 @@
 
 namespace perseus::engine {
 
-constexpr uint64_t kPartitionBytes = uint64_t(4) << 20;  // also the automatic target group size
+// Also the automatic target group size, and so the unit of the stream pipeline. 2 MiB rather than 4: the
+// pipeline fills and drains in half the time at the ends of every collective (2x2 benchmark: wire alone
+// 0.258 s against 0.275, the step 3 % faster), and the one-level 2-rank allreduce is unchanged at 1-64 MiB.
+constexpr uint64_t kPartitionBytes = uint64_t(2) << 20;
 
 struct Unit {
   size_t tensor;    // index into the planned list

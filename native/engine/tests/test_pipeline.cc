@@ -69,9 +69,9 @@ struct Layout {
   int size, per_node, wire_dtype, mode, streams;
 };
 
-// Odd sizes around the 4 MiB partition (1 Mi floats), an empty tensor, and many small ones.
+// Odd sizes around the partition (2 MiB, 512 Ki floats) and twice it, an empty tensor, and many small ones.
 std::vector<int64_t> sizes() {
-  std::vector<int64_t> out = {1, 3, 0, 1048575, 1048577, 2 * 1048576 + 13, 7, 65537, 333333, 5};
+  std::vector<int64_t> out = {1, 3, 0, 524287, 524289, 1048575, 1048577, 2 * 1048576 + 13, 7, 65537, 333333, 5};
   for (int i = 0; i < 30; ++i) out.push_back(1 + 977 * i);
   return out;
 }

@@ -20,8 +20,8 @@ void expect_cover(const std::vector<std::vector<Unit>>& groups, const std::vecto
 }
 }  // namespace
 
-TEST(Plan, AutomaticPartitionsLargeTensorsIntoSlicesOfAtMost4MiB) {
-  std::vector<uint64_t> numels = {10, (uint64_t(9) << 20) / 4 + 3, 100};  // 9 MiB + 12 B: three slices
+TEST(Plan, AutomaticPartitionsLargeTensorsIntoSlicesOfAtMostThePartition) {
+  std::vector<uint64_t> numels = {10, 2 * kPartitionBytes / 4 + 3, 100};  // two partitions + 12 B: three slices
   auto groups = plan_fusion(numels, 4, -1);
   expect_cover(groups, numels);
   size_t slices_of_big = 0;

@@ -39,7 +39,7 @@ def case_allreduce(eng, rank, size):
 
 
 def case_pipeline(eng, rank, size):
-    """Many tensors of odd sizes, some above the 4 MiB partition, in one stream: many slices in flight."""
+    """Many tensors of odd sizes, some above the 2 MiB partition, in one stream: many slices in flight."""
     sizes = [1, 3, 1048577, 7, 2 * 1048576 + 13, 65537, 5, 333333] + [1 + 977 * k for k in range(24)]
     base = array.array("f", [value(rank, i) for i in range(4)])
     tensors = {"p/{}".format(k): (base * (n // 4 + 1))[:n] for k, n in enumerate(sizes)}

@@ -11,7 +11,7 @@ perseus-common wraps DistributedDataParallel.__init__ (perseus._torch_hook); the
 
 The hook hands each DDP bucket, in place (its data pointer: no copy for a contiguous CPU bucket; a CUDA
 bucket is staged through host memory), to the native engine as one named allreduce ("ddp<k>.b<i>");
-the engine fuses the buckets agreed in one negotiation cycle, cuts large ones into 4 MiB slices, applies
+the engine fuses the buckets agreed in one negotiation cycle, cuts large ones into 2 MiB slices, applies
 the wire policy (PERSEUS_ALLREDUCE_DTYPE/_MODE, gradient scale, NaN check) and, with
 PERSEUS_DOWNSAMPLE_N_ELEMENTS > 1, gossip downsampling with its residual (PERSEUS_GRADIENT_MOMENTUM).
 The bucket's torch.futures.Future is completed by perseus's completion thread when the engine's handle
