@@ -65,13 +65,16 @@ def test_dtype_2_sends_fp32_inside_nodes_and_fp16_between_nodes(two_nodes):
     for r, rank in enumerate(ranks):
         assert rank["topology"]["node"] == r // 2 and rank["topology"]["num_nodes"] == 2  # LOCAL_WORLD_SIZE / GROUP_RANK
         assert rank["policy"] == "two levels: fp32 inside nodes, fp16 between nodes"
-        # inside the node: a reduce-scatter and an allgather, fp32, per step (per fused group)
+        # inside the node, per step and fused group: the fp32 reduce-scatter, then the allgather of the parts
+        # as they came back from between the nodes, fp16
         node = rank["records"]["node"]
-        assert set(node) == {"float32"} and node["float32"][1] == 2 * steps * numel * 4
+        assert set(node) == {"float32", "float16"}
+        assert node["float32"][1] == steps * numel * 4 and node["float16"][1] == steps * numel * 2
+        assert node["float32"][0] == node["float16"][0]
         # between the nodes (equal nodes: Horovod's hierarchical allreduce): each local rank carries its part,
         # about half of every fused group, in one fp16 allreduce per group
         between = rank["records"]["leaders"]
-        assert set(between) == {"float16"} and between["float16"][0] == node["float32"][0] // 2
+        assert set(between) == {"float16"} and between["float16"][0] == node["float32"][0]
     for node_ranks in (ranks[0:2], ranks[2:4]):
         parts = [rank["records"]["leaders"]["float16"] for rank in node_ranks]
         assert parts[0][1] + parts[1][1] == steps * numel * 2  # the node's parts make the whole gradient

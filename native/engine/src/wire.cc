@@ -14,10 +14,14 @@ void check(perseus_status s) {
   if (s != PERSEUS_OK) throw std::runtime_error(std::string("perseus core: ") + perseus_last_error());
 }
 
+void compress_into(const float* data, uint64_t n, float scale, uint16_t* half) {
+  uint64_t nonfinite = 0;
+  check(perseus_compress(data, half, PERSEUS_FLOAT16, n, scale, &nonfinite));
+}
+
 void compress(const float* data, uint64_t n, float scale, std::vector<uint16_t>& half) {
   if (half.size() < n) half.resize(n);
-  uint64_t nonfinite = 0;
-  check(perseus_compress(data, half.data(), PERSEUS_FLOAT16, n, scale, &nonfinite));
+  compress_into(data, n, scale, half.data());
 }
 
 uint64_t decompress(const uint16_t* half, float* data, uint64_t n, float scale, int64_t divisor) {
@@ -89,29 +93,35 @@ std::vector<WireStep> sharded_steps(StreamGroups& g, const WirePolicy& p) {
                      ++s.collectives;
                    }});
   if (p.inter_fp16) {
+    // The part leaves the node's fp32 sum as fp16, so the node's allgather moves fp16 too (half the bytes
+    // inside the node) and every rank decompresses the whole slice: the same fp16 values, the same scale
+    // and divisor, so the same fp32 result as decompressing the part before an fp32 allgather.
     steps.push_back({"compress", nullptr, [scale, part](WireSlice& s) {
                        const Part q = part(s);
-                       compress(s.data + q.offset, q.n, scale, s.half);
+                       if (s.half.size() < s.n) s.half.resize(s.n);
+                       compress_into(s.data + q.offset, q.n, scale, s.half.data() + q.offset);
                      }});
     steps.push_back({"peers allreduce fp16", peers, [peers, part](WireSlice& s) {
-                       peers->allreduce_sum(s.half.data(), part(s).n, PERSEUS_ENGINE_FLOAT16);
+                       const Part q = part(s);
+                       peers->allreduce_sum(s.half.data() + q.offset, q.n, PERSEUS_ENGINE_FLOAT16);
                        ++s.collectives;
                      }});
-    steps.push_back({"decompress", nullptr, [scale, part](WireSlice& s) {
-                       const Part q = part(s);
-                       decompress(s.half.data(), s.data + q.offset, q.n, scale, s.divisor);
-                     }});
-  } else {
-    steps.push_back({"peers allreduce fp32", peers, [peers, part](WireSlice& s) {
-                       const Part q = part(s);
-                       peers->allreduce_sum(s.data + q.offset, q.n, PERSEUS_ENGINE_FLOAT32);
+    steps.push_back({"node allgather fp16", gather, [gather, parts](WireSlice& s) {
+                       gather->allgather_in_place(s.half.data(), shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT16);
                        ++s.collectives;
                      }});
-    steps.push_back({"divide", nullptr, [part](WireSlice& s) {
-                       const Part q = part(s);
-                       finish_plain(s.data + q.offset, q.n, s.divisor, false);
-                     }});
+    steps.push_back(decompress_step(scale));  // counts the non-finite elements of the whole result
+    return steps;
   }
+  steps.push_back({"peers allreduce fp32", peers, [peers, part](WireSlice& s) {
+                     const Part q = part(s);
+                     peers->allreduce_sum(s.data + q.offset, q.n, PERSEUS_ENGINE_FLOAT32);
+                     ++s.collectives;
+                   }});
+  steps.push_back({"divide", nullptr, [part](WireSlice& s) {
+                     const Part q = part(s);
+                     finish_plain(s.data + q.offset, q.n, s.divisor, false);
+                   }});
   steps.push_back({"node allgather fp32", gather, [gather, parts](WireSlice& s) {
                      gather->allgather_in_place(s.data, shard_counts(s.n, parts), PERSEUS_ENGINE_FLOAT32);
                      ++s.collectives;
