@@ -15,6 +15,7 @@
 #include "gloo/transport/tcp/device.h"
 #include "options.h"
 #include "pipeline.h"
+#include "plan.h"
 #include "tcp_store.h"
 #include "wire.h"
 
@@ -68,6 +69,32 @@ int free_port() {
 struct Layout {
   int size, per_node, wire_dtype, mode, streams;
 };
+
+// Rank r of the layout, on the store at `port`, without stream tuning.
+perseus_engine_options layout_options(const Layout& c, int r, int port) {
+  perseus_engine_options o;
+  default_options(&o);
+  o.rank = r;
+  o.size = c.size;
+  o.local_rank = r % c.per_node;
+  o.local_size = c.per_node;
+  o.node_rank = r / c.per_node;
+  o.master_port = port;
+  o.wire_dtype = c.wire_dtype;
+  o.mode = c.mode;
+  o.streams = c.streams;
+  o.stream_tuning = 0;
+  o.timeout_seconds = 30;
+  std::strcpy(o.master_addr, "127.0.0.1");
+  return o;
+}
+
+void expect_completes_ok(Engine& e, int64_t handle) {
+  auto op = e.find(handle);
+  std::unique_lock<std::mutex> lock(op->mu);
+  op->cv.wait(lock, [&] { return op->done; });
+  EXPECT_EQ(op->status, PERSEUS_ENGINE_OK) << op->error;
+}
 
 // Odd sizes around the partition (2 MiB, 512 Ki floats) and twice it, an empty tensor, and many small ones.
 std::vector<int64_t> sizes() {
@@ -123,20 +150,7 @@ void run_case(const Layout& c) {
   std::vector<std::thread> threads;
   for (int r = 0; r < c.size; ++r) {
     threads.emplace_back([&, r] {
-      perseus_engine_options o;
-      default_options(&o);
-      o.rank = r;
-      o.size = c.size;
-      o.local_rank = r % c.per_node;
-      o.local_size = c.per_node;
-      o.node_rank = r / c.per_node;
-      o.master_port = port;
-      o.wire_dtype = c.wire_dtype;
-      o.mode = c.mode;
-      o.streams = c.streams;
-      o.stream_tuning = 0;
-      o.timeout_seconds = 30;
-      std::strcpy(o.master_addr, "127.0.0.1");
+      const perseus_engine_options o = layout_options(c, r, port);
       want[size_t(r)] = reference(c, r, reference_store.port(), o);
       std::vector<std::vector<float>> data;
       Engine e(o);
@@ -152,12 +166,7 @@ void run_case(const Layout& c) {
         q.op = t % 3 == 0 ? PERSEUS_ENGINE_SUM : PERSEUS_ENGINE_AVERAGE;
         handles.push_back(e.submit(q, data[t].data(), nullptr));
       }
-      for (int64_t h : handles) {
-        auto op = e.find(h);
-        std::unique_lock<std::mutex> lock(op->mu);
-        op->cv.wait(lock, [&] { return op->done; });
-        EXPECT_EQ(op->status, PERSEUS_ENGINE_OK) << op->error;
-      }
+      for (int64_t h : handles) expect_completes_ok(e, h);
       EXPECT_GT(e.info().fused_groups, 0u);
       if (e.info().hierarchical) {  // equal nodes: every rank, not only the leader, carries a part between them
         uint64_t bytes = 0, calls = 0;
@@ -186,39 +195,25 @@ void run_case(const Layout& c) {
 // A tensor above the slice size, alone in its cycle: each slice is a contiguous range of the caller's
 // buffer and is reduced where it lies (no gather into a fusion buffer, no scatter back).
 TEST(EnginePipeline, SlicesOfOneTensorAreReducedWhereTheyLie) {
-  const int size = 2;
+  const Layout c{2, 1, 1, -1, 1};  // one level, fp32, one stream
+  const int size = c.size;
   const int port = free_port();
-  const int64_t n = 5 * 1048576 / 2 + 7;  // two and a half slices and a few elements
+  const int64_t n = int64_t(5 * kPartitionBytes / 8) + 7;  // two and a half slices and a few elements
   std::vector<std::vector<float>> got(size);
   std::vector<uint64_t> gathered(size, 1);
   std::vector<std::thread> threads;
   for (int r = 0; r < size; ++r) {
     threads.emplace_back([&, r] {
-      perseus_engine_options o;
-      default_options(&o);
-      o.rank = r;
-      o.size = size;
-      o.master_port = port;
-      o.wire_dtype = 1;
-      o.streams = 1;
-      o.stream_tuning = 0;
-      o.timeout_seconds = 30;
-      std::strcpy(o.master_addr, "127.0.0.1");
       std::vector<float> data(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) data[size_t(i)] = float((i % 1000) * (r + 1));  // sums exact in fp32
-      Engine e(o);
+      Engine e(layout_options(c, r, port));
       Request q;
       q.name = "big";
       q.kind = Kind::kAllreduce;
       q.dtype = PERSEUS_ENGINE_FLOAT32;
       q.shape = {n};
       q.op = PERSEUS_ENGINE_SUM;
-      auto op = e.find(e.submit(q, data.data(), nullptr));
-      {
-        std::unique_lock<std::mutex> lock(op->mu);
-        op->cv.wait(lock, [&] { return op->done; });
-        EXPECT_EQ(op->status, PERSEUS_ENGINE_OK) << op->error;
-      }
+      expect_completes_ok(e, e.submit(q, data.data(), nullptr));
       gathered[size_t(r)] = e.info().fused_groups;
       e.shutdown();
       got[size_t(r)] = std::move(data);
