@@ -57,8 +57,8 @@ def test_the_python_handle_refuses_another_c_abi_version(engine_library, tmp_pat
                           universal_newlines=True, timeout=60)
     assert done.returncode == 0, done.stderr
     real_version, message = done.stdout.strip().splitlines()
-    assert real_version == "3"
-    assert "has C ABI version 2, this module speaks 3" in message
+    assert real_version == "4"
+    assert "has C ABI version 2, this module speaks 4" in message
 
 
 def test_nccl_of_the_pip_wheel_is_loaded_and_its_version_read(device_library, nccl_site):

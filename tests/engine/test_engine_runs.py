@@ -63,6 +63,8 @@ def test_allreduce_one_level(engine_library, np, dtype, op, streams):
         info = r["info"]
         assert (info["size"], info["hierarchical"], info["streams"]) == (np, 0, streams)
         assert info["intra_fp16"] == info["inter_fp16"] == (1 if dtype == 0 else 0)
+        # one node: every stream's group of all ranks exchanges through shared memory
+        assert info["shared_memory_groups"] == info["node_groups"] == streams
         for name, got in r["results"].items():
             n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
             for k, i in enumerate([0, 1, 2, 3, n - 1]):
@@ -84,9 +86,11 @@ def test_allreduce_one_level(engine_library, np, dtype, op, streams):
         # asserts fusion)
 
 
-def test_allreduce_two_levels_dtype2(engine_library):
+@pytest.mark.parametrize("shm_disable", ["0", "1"])
+def test_allreduce_two_levels_dtype2(engine_library, shm_disable):
+    """The same bits whether the node's ranks exchange through shared memory or loopback TCP."""
     proc = perseusrun(engine_library, 4, "allreduce", hosts=two_local_hosts(),
-                      env={"PERSEUS_ALLREDUCE_DTYPE": "2", "TEST_OP": "average"})
+                      env={"PERSEUS_ALLREDUCE_DTYPE": "2", "TEST_OP": "average", "PERSEUS_SHM_DISABLE": shm_disable})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     found = reports(proc.stdout)
     assert len(found) == 4
@@ -94,6 +98,8 @@ def test_allreduce_two_levels_dtype2(engine_library):
         info = r["info"]
         assert (info["num_nodes"], info["local_size"], info["node"]) == (2, 2, r["rank"] // 2)
         assert (info["hierarchical"], info["intra_fp16"], info["inter_fp16"]) == (1, 0, 1)
+        assert info["node_groups"] == 2 * info["streams"]  # the reduce-scatter's and the allgather's
+        assert info["shared_memory_groups"] == (0 if shm_disable == "1" else info["node_groups"])
         for name, got in r["results"].items():
             n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
             for k, i in enumerate([0, 1, 2, 3, n - 1]):

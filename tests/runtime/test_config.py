@@ -19,6 +19,7 @@ CASES = {
     "PERSEUS_NCCL_ENABLE": ("1", True, ["on", "3"]),
     "PERSEUS_ALLREDUCE_GRADIENT_SCALE": ("5", 5.0, ["0", "-1", "inf", "nan"]),
     "PERSEUS_OFFLINE_NEG": ("1", True, ["2"]),
+    "PERSEUS_SHM_DISABLE": ("1", True, ["2", "yes"]),
     "PERSEUS_PERF_CHECK_N_STEPS": ("100", 100, ["-1", "ten"]),
     "PERSEUS_MASTER_PORT": ("29600", 29600, ["0", "65536", "port"]),
     "PERSEUS_NCCL_NETWORK_INTERFACE": ("lo", "lo", ["no-such-nic0"]),
@@ -38,7 +39,7 @@ CASES = {
 DEFAULTS = {
     "nancheck": False, "dtype": config.WireDtype.FP16, "mode": None, "streams": 4, "fusion": None,
     "accumulate_n_steps": 1, "downsample_n_elements": 1, "gradient_momentum": 1.0, "nccl_enable": False,
-    "gradient_scale": 10.0, "offline_neg": False, "perf_check_n_steps": 0, "master_port": 6666,
+    "gradient_scale": 10.0, "offline_neg": False, "shm_disable": False, "perf_check_n_steps": 0, "master_port": 6666,
     "nccl_network_interface": "eth0", "gloo_network_interface": "eth0", "gloo_timeout_seconds": 60,
     "change_hvd_allgather": False, "use_ddp_launcher": True,
 }

@@ -148,6 +148,12 @@ void Engine::rendezvous() {
                                                            store, device_, timeout);
         }
       }
+      if (options_.shared_memory) {  // the groups inside one node; each falls back to TCP on its own
+        for (Group* g : {stream->groups.node.get(), stream->groups.node_bcast.get(),
+                         num_nodes_ == 1 ? stream->groups.everyone.get() : nullptr}) {
+          if (g != nullptr) g->share_memory();
+        }
+      }
       streams_.push_back(std::move(stream));
     }
     control_->barrier();  // every rank connected every group

@@ -15,6 +15,7 @@
 #include "gloo/types.h"
 #include "negotiation.h"
 #include "reduce_functions.h"
+#include "shm_channel.h"
 
 namespace perseus::engine {
 namespace {
@@ -36,11 +37,17 @@ Group::Group(const std::string& prefix, int rank, int size, gloo::rendezvous::St
 
 Group::~Group() = default;
 
+bool Group::share_memory(std::string* why) {
+  if (size_ > 1 && !shm_) shm_ = ShmChannel::attach(*this, timeout_, why);
+  return shm_ != nullptr;
+}
+
 void Group::allreduce_sum(void* data, uint64_t n, int dtype) {
   if (size_ == 1 || n == 0) return;
   gloo::AllreduceOptions opts(context_);
   const size_t es = dtype_size(dtype);
   count(dtype, n * es);
+  if (shm_) return shm_->allreduce_sum(data, n, dtype);
   // Gloo only uses the template argument for the element size: the reduce function gives the meaning.
   if (es == 4) {
     opts.setOutput(static_cast<uint32_t*>(data), n);
@@ -62,6 +69,7 @@ void Group::reduce_sum(void* data, uint64_t n, int dtype, int root) {
   gloo::ReduceOptions opts(context_);
   const size_t es = dtype_size(dtype);
   count(dtype, n * es);
+  if (shm_) return shm_->reduce_sum(data, n, dtype, root);
   if (es == 4) {
     opts.setOutput(static_cast<uint32_t*>(data), n);
   } else if (es == 8) {
@@ -81,6 +89,7 @@ void Group::reduce_sum(void* data, uint64_t n, int dtype, int root) {
 void Group::broadcast(void* data, uint64_t nbytes, int root, int dtype) {
   if (size_ == 1 || nbytes == 0) return;
   count(dtype, nbytes);
+  if (shm_) return shm_->broadcast(data, nbytes, root);
   gloo::BroadcastOptions opts(context_);
   opts.setOutput(static_cast<uint8_t*>(data), nbytes);
   opts.setRoot(root);
@@ -101,6 +110,7 @@ void Group::reduce_scatter_sum(void* data, const std::vector<uint64_t>& counts, 
   }
   if (offset.back() == 0) return;
   count(dtype, offset.back());
+  if (shm_) return shm_->reduce_scatter_sum(data, counts, dtype);
   const ReduceFunction sum = sum_function(dtype);
   if (scratch.size() < largest) scratch.resize(largest);
   auto* bytes = static_cast<char*>(data);
@@ -132,6 +142,7 @@ void Group::allgather_in_place(void* data, const std::vector<uint64_t>& counts, 
   for (uint64_t c : counts) n += c;
   if (n == 0) return;
   count(dtype, n * es);
+  if (shm_) return shm_->allgather_in_place(data, counts, dtype);
   gloo::AllgathervOptions opts(context_);
   std::vector<size_t> bytes;  // Gloo only needs the element size to cut the buffer: bytes do
   for (uint64_t c : counts) bytes.push_back(size_t(c * es));

@@ -1,5 +1,5 @@
 // One Gloo context over a set of ranks (all ranks, a node, or the node leaders) and the collectives
-// the engine runs on it. Every call blocks until done or throws (gloo::IoException on a lost peer or a
+// the engine runs on it (over shared memory instead where the members share a host: share_memory()). Every call blocks until done or throws (gloo::IoException on a lost peer or a
 // timeout). Calls on one Group must come from one thread at a time, in the same order on its ranks.
 #pragma once
 
@@ -18,12 +18,20 @@ namespace transport { class Device; }
 
 namespace perseus::engine {
 
+class ShmChannel;
+
 class Group {
  public:
   // Connects the members' full mesh through the store under `prefix`; rank/size are within the group.
   Group(const std::string& prefix, int rank, int size, gloo::rendezvous::Store& store,
         std::shared_ptr<gloo::transport::Device>& device, std::chrono::milliseconds timeout);
   ~Group();
+
+  // Collective over the members: from here on the reductions, reduce-scatters, allgathers and broadcasts
+  // go through shared memory (shm_channel.h) when every member can map one segment (they share a host);
+  // false, and Gloo's TCP stays in use, when any cannot (`why` says which and why).
+  bool share_memory(std::string* why = nullptr);
+  bool shares_memory() const { return shm_ != nullptr; }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -65,6 +73,7 @@ class Group {
   std::shared_ptr<gloo::Context> context_;
   std::chrono::milliseconds timeout_;
   uint32_t tag_ = 0;
+  std::unique_ptr<ShmChannel> shm_;
 };
 
 }  // namespace perseus::engine

@@ -66,6 +66,7 @@ void default_options(perseus_engine_options* o) {
   o->timeout_seconds = PERSEUS_DEFAULT_GLOO_TIMEOUT_SECONDS;
   o->cycle_ms = PERSEUS_DEFAULT_CYCLE_TIME_MS;
   o->offline_neg = PERSEUS_DEFAULT_OFFLINE_NEG;
+  o->shared_memory = PERSEUS_DEFAULT_SHM_DISABLE ? 0 : 1;
 }
 
 void options_from_env(perseus_engine_options* o) {
@@ -102,6 +103,9 @@ void options_from_env(perseus_engine_options* o) {
   }
   if (const char* v = env(PERSEUS_ENV_OFFLINE_NEG)) {
     o->offline_neg = int(parse_int(PERSEUS_ENV_OFFLINE_NEG, v, 0, 1, "0 (negotiate every cycle) or 1 (offline plan)"));
+  }
+  if (const char* v = env(PERSEUS_ENV_SHM_DISABLE)) {
+    o->shared_memory = parse_int(PERSEUS_ENV_SHM_DISABLE, v, 0, 1, "0 (shared memory inside a node) or 1 (loopback TCP)") ? 0 : 1;
   }
   if (const char* v = env("PERSEUS_STORE_ADDR")) {  // perseusrun serves the store: join it, serve none
     const char* colon = std::strrchr(v, ':');
@@ -146,6 +150,7 @@ void validate_options(const perseus_engine_options& o) {
   if (!(o.cycle_ms > 0)) bad("cycle_ms must be > 0 (PERSEUS_CYCLE_TIME_MS)");
   if (o.stream_tuning < 0 || o.stream_tuning > 1) bad("stream_tuning must be 0 or 1");
   if (o.offline_neg < 0 || o.offline_neg > 1) bad("offline_neg must be 0 or 1 (PERSEUS_OFFLINE_NEG)");
+  if (o.shared_memory < 0 || o.shared_memory > 1) bad("shared_memory must be 0 or 1 (PERSEUS_SHM_DISABLE)");
   if (o.serve_store < -1 || o.serve_store > 1) bad("serve_store must be -1 (rank 0 serves), 0 or 1");
 }
 

@@ -53,6 +53,10 @@
 #define PERSEUS_ENV_OFFLINE_NEG "PERSEUS_OFFLINE_NEG"
 #define PERSEUS_DEFAULT_OFFLINE_NEG 0
 
+/* PERSEUS_SHM_DISABLE: 1: the native engine's ranks on one node exchange through Gloo's TCP on loopback instead of a shared-memory segment (which needs 2 MiB of /dev/shm per member and group; without it the engine falls back by itself). Allowed: 0 or 1. Since 2.0.0. */
+#define PERSEUS_ENV_SHM_DISABLE "PERSEUS_SHM_DISABLE"
+#define PERSEUS_DEFAULT_SHM_DISABLE 0
+
 /* PERSEUS_PERF_CHECK_N_STEPS: every n steps, compare step times across ranks and report slow ones (0: off). Allowed: >= 0. Since 1.5.0. */
 #define PERSEUS_ENV_PERF_CHECK_N_STEPS "PERSEUS_PERF_CHECK_N_STEPS"
 #define PERSEUS_DEFAULT_PERF_CHECK_N_STEPS 0

@@ -32,7 +32,7 @@ extern "C" {
 #define PERSEUS_ENGINE_API
 #endif
 
-#define PERSEUS_ENGINE_ABI_VERSION 3 /* 3: device buffers (CUDA) */
+#define PERSEUS_ENGINE_ABI_VERSION 4 /* 3: device buffers (CUDA); 4: shared memory inside a node */
 
 typedef enum perseus_engine_status {
   PERSEUS_ENGINE_OK = 0,
@@ -85,6 +85,8 @@ typedef struct perseus_engine_options {
   char hostname[256];   /* address this rank's Gloo pairs listen on when iface is ""; "" = automatic */
   int offline_neg;      /* PERSEUS_OFFLINE_NEG: 1 = once the collectives repeat, run them from the agreed
                            plan without negotiating each cycle (see native/engine/README.md) */
+  int shared_memory;    /* 1 (default): the ranks of a node exchange through a shared-memory segment when
+                           they can map one; 0 (PERSEUS_SHM_DISABLE=1): through Gloo's TCP on loopback */
 } perseus_engine_options;
 
 typedef struct perseus_engine_info {
@@ -102,6 +104,8 @@ typedef struct perseus_engine_info {
   int streams_in_use;        /* the streams fused groups spread over now (the tuner's choice) */
   int stream_tuning;         /* 0: fixed, 1: measuring, 2: decided */
   double tuned_seconds_per_gib_one, tuned_seconds_per_gib_all; /* decided: the slowest rank's figures */
+  int shared_memory_groups;  /* this rank's groups inside a node that exchange through shared memory */
+  int node_groups;           /* this rank's groups inside a node with more than one rank */
 } perseus_engine_info;
 
 typedef struct perseus_engine perseus_engine;
@@ -115,7 +119,7 @@ PERSEUS_ENGINE_API const char* perseus_engine_status_string(perseus_engine_statu
  * automatic fusion, timeout 60 s. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_engine_options* options);
 /* Reads PERSEUS_ALLREDUCE_DTYPE, _MODE, _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK,
- * PERSEUS_CYCLE_TIME_MS, PERSEUS_OFFLINE_NEG, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
+ * PERSEUS_CYCLE_TIME_MS, PERSEUS_OFFLINE_NEG, PERSEUS_SHM_DISABLE, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
  * GLOO_SOCKET_IFNAME), and PERSEUS_STORE_ADDR (HOST:PORT of the store perseusrun serves: master_addr,
  * master_port, serve_store = 0); a bad value fails naming the variable and what it accepts. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options);

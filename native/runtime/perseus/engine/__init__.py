@@ -155,7 +155,7 @@ class Engine:
                  master_addr: str = "127.0.0.1", master_port: int = 0, serve_store: Optional[bool] = None,
                  hostname: str = "", **policy: Any) -> None:
         """Numbers from the caller; policy keywords (wire_dtype, mode, gradient_scale, streams, fusion, nancheck,
-        timeout_seconds, cycle_ms, iface, offline_neg, stream_tuning) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
+        timeout_seconds, cycle_ms, iface, offline_neg, stream_tuning, shared_memory) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
         self._lib = _library.load()
         opts = self._options(policy)
         opts.rank, opts.size, opts.local_rank, opts.local_size = rank, size, local_rank, local_size
@@ -173,7 +173,7 @@ class Engine:
         _check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
         for key, value in policy.items():
             if key not in ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck",
-                           "timeout_seconds", "cycle_ms", "iface", "offline_neg", "stream_tuning"):
+                           "timeout_seconds", "cycle_ms", "iface", "offline_neg", "stream_tuning", "shared_memory"):
                 raise TypeError("unknown engine option {!r}".format(key))
             if key == "streams" and "stream_tuning" not in policy:
                 opts.stream_tuning = 0  # a count the caller chose is used as it is

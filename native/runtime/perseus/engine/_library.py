@@ -12,7 +12,7 @@ import os
 import sys
 from typing import List, Optional
 
-ABI_VERSION = 3  # 3: device buffers (perseus_engine_*_device, _device_report_get, _library_dir_add)
+ABI_VERSION = 4  # 3: device buffers (perseus_engine_*_device, _device_report_get, _library_dir_add); 4: shared memory
 MAX_DIMS = 8
 LIBRARY_ENV = "PERSEUS_ENGINE_LIBRARY"
 PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libperseus_engine.so")
@@ -37,6 +37,7 @@ class Options(ctypes.Structure):
         ("iface", ctypes.c_char * 64),
         ("hostname", ctypes.c_char * 256),
         ("offline_neg", ctypes.c_int),
+        ("shared_memory", ctypes.c_int),
     ]
 
 
@@ -47,7 +48,8 @@ class Info(ctypes.Structure):
         ("collectives", ctypes.c_uint64), ("fused_groups", ctypes.c_uint64), ("negotiation_cycles", ctypes.c_uint64),
         ("offline_batches", ctypes.c_uint64), ("offline", ctypes.c_int), ("plan_collectives", ctypes.c_int),
         ("renegotiations", ctypes.c_uint64), ("streams_in_use", ctypes.c_int), ("stream_tuning", ctypes.c_int),
-        ("tuned_seconds_per_gib_one", ctypes.c_double), ("tuned_seconds_per_gib_all", ctypes.c_double)]
+        ("tuned_seconds_per_gib_one", ctypes.c_double), ("tuned_seconds_per_gib_all", ctypes.c_double),
+        ("shared_memory_groups", ctypes.c_int), ("node_groups", ctypes.c_int)]
 
 
 class DeviceReport(ctypes.Structure):

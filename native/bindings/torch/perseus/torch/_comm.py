@@ -36,7 +36,7 @@ from perseus.engine import _buffers, _library
 
 LIBRARY_FILE = "_perseus_engine.so"
 POLICY_FIELDS = ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck", "timeout_seconds",
-                 "cycle_ms", "iface", "stream_tuning", "offline_neg")
+                 "cycle_ms", "iface", "stream_tuning", "offline_neg", "shared_memory")
 
 _DTYPES = {torch.float32: native.FLOAT32, torch.float16: native.FLOAT16, torch.bfloat16: native.BFLOAT16,
            torch.float64: native.FLOAT64, torch.int32: native.INT32, torch.int64: native.INT64,
