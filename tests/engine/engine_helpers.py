@@ -43,10 +43,11 @@ def base_env(library: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, 
 
 
 def perseusrun(library: str, np: int, case: str, env: Optional[Dict[str, str]] = None,
-               hosts: Optional[str] = None, timeout: float = 180) -> subprocess.CompletedProcess:
+               hosts: Optional[str] = None, timeout: float = 180, wrap: Sequence[str] = ()) -> subprocess.CompletedProcess:
+    """`wrap`: a command line perseusrun's own is appended to (unshare ...)."""
     master, perseus = free_ports(2)
     full = base_env(library, dict({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(perseus)}, **(env or {})))
-    args = [PERSEUSRUN, "-np", str(np)] + (["-H", hosts] if hosts else []) + ["--", sys.executable, str(WORKER), case]
+    args = list(wrap) + [PERSEUSRUN, "-np", str(np)] + (["-H", hosts] if hosts else []) + ["--", sys.executable, str(WORKER), case]
     return subprocess.run(args, env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                           timeout=timeout)
 

@@ -3,6 +3,8 @@ handle (perseus.engine; no torch, no numpy in the ranks): allreduce sum/average 
 0/1/2 (2 as 2 "nodes" x 2 ranks: perseusrun -H HOSTNAME:2,IP:2), broadcast, allgather with different
 first dimensions, a mismatch error, a rank lost mid-collective."""
 
+import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -84,6 +86,32 @@ def test_allreduce_one_level(engine_library, np, dtype, op, streams):
         # (whether these three tensors share a fused group is the planner's choice for their sizes: at 2 MiB
         # partitions every group here is one unit, reduced in place; test_pipelined_slices_of_odd_sizes
         # asserts fusion)
+
+
+def private_dev_shm(mib):
+    """A command prefix that runs the rest in a mount namespace of its own with a `mib` MiB /dev/shm."""
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        pytest.skip("needs root and unshare(1) to give the job a /dev/shm of its own")
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+            "mount -t tmpfs -o size={}m tmpfs /dev/shm && exec \"$@\"".format(mib), "sh"]
+
+
+@pytest.mark.parametrize("mib,shared", [(6, False), (64, True)])
+def test_one_node_falls_back_to_tcp_when_dev_shm_is_small(engine_library, mib, shared):
+    """A 2-rank group's segment takes 4 MiB; the engine makes it only if half of /dev/shm stays free: not in
+    6 MiB (the job runs over loopback TCP instead, with the same results), in 64 MiB it does."""
+    proc = perseusrun(engine_library, 2, "allreduce", env={"PERSEUS_ALLREDUCE_DTYPE": "0", "TEST_OP": "sum",
+                                                           "PERSEUS_ALLREDUCE_STREAMS": "1"}, wrap=private_dev_shm(mib))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = reports(proc.stdout)
+    assert len(found) == 2
+    for r in found:
+        assert r["info"]["node_groups"] == 1
+        assert r["info"]["shared_memory_groups"] == (1 if shared else 0)
+        for name, got in r["results"].items():
+            n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
+            for k, i in enumerate([0, 1, 2, 3, n - 1]):
+                assert f32(got[k]) == expected([value(q, i) for q in range(2)], 0, False), (name, i)
 
 
 @pytest.mark.parametrize("shm_disable", ["0", "1"])

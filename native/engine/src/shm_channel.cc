@@ -4,6 +4,7 @@
 #include <linux/futex.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,6 +106,35 @@ namespace {
 
 uint64_t segment_bytes(int members) { return kHeaderBytes + uint64_t(members) * 2 * ShmChannel::kBufferBytes; }
 
+// /dev/shm also carries what the job's own processes share (torch's DataLoader workers send every batch
+// through it), and a container's is often 64 MiB: a segment is made only if half of it stays free.
+std::string shm_room_for(uint64_t bytes) {
+  struct statvfs fs {};
+  if (statvfs("/dev/shm", &fs) != 0) return "";  // shm_open says what is wrong
+  const uint64_t total = uint64_t(fs.f_blocks) * fs.f_frsize, free = uint64_t(fs.f_bavail) * fs.f_frsize;
+  if (free >= bytes && free - bytes >= total / 2) return "";
+  return "/dev/shm has " + std::to_string(free >> 20) + " of " + std::to_string(total >> 20) + " MiB free; a " +
+         std::to_string(bytes >> 20) + " MiB segment would leave less than half of it (docker run --shm-size)";
+}
+
+// Creates, sizes, reserves and maps the segment `name`; the failure, or "" with *base set.
+std::string create_segment(const std::string& name, uint64_t bytes, void** base) {
+  std::string failure = shm_room_for(bytes);
+  if (!failure.empty()) return failure;
+  int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return std::string("shm_open: ") + std::strerror(errno);
+  int err = 0;
+  if (ftruncate(fd, off_t(bytes)) != 0) {
+    failure = std::string("ftruncate: ") + std::strerror(errno);
+  } else if ((err = posix_fallocate(fd, 0, off_t(bytes))) != 0) {
+    failure = "reserving " + std::to_string(bytes >> 20) + " MiB in /dev/shm: " + std::strerror(err);
+  } else if ((*base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    failure = std::string("mmap: ") + std::strerror(errno);
+  }
+  close(fd);
+  return failure;
+}
+
 }  // namespace
 
 std::unique_ptr<ShmChannel> ShmChannel::attach(Group& group, std::chrono::milliseconds timeout, std::string* why) {
@@ -121,18 +151,7 @@ std::unique_ptr<ShmChannel> ShmChannel::attach(Group& group, std::chrono::millis
   // member 0 creates the segment and reserves its memory, so a full /dev/shm fails here, not with SIGBUS
   if (rank == 0) {
     name = "/perseus-" + std::to_string(getpid()) + "-" + random_hex();
-    int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    int err = 0;
-    if (fd < 0) {
-      failure = std::string("shm_open: ") + std::strerror(errno);
-    } else if (ftruncate(fd, off_t(bytes)) != 0) {
-      failure = std::string("ftruncate: ") + std::strerror(errno);
-    } else if ((err = posix_fallocate(fd, 0, off_t(bytes))) != 0) {
-      failure = "reserving " + std::to_string(bytes >> 20) + " MiB in /dev/shm: " + std::strerror(err);
-    } else if ((base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
-      failure = std::string("mmap: ") + std::strerror(errno);
-    }
-    if (fd >= 0) close(fd);
+    failure = create_segment(name, bytes, &base);
     if (!failure.empty()) {
       shm_unlink(name.c_str());
       name.clear();
