@@ -23,6 +23,7 @@ from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from netns import ADDRESSES, Link, tx_bytes  # noqa: E402  (the shared netns harness)
+from rank_procs import rank0_report  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCES = [REPO_ROOT / "native" / "runtime", REPO_ROOT / "native" / "bindings" / "torch"]
@@ -136,11 +137,7 @@ def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -
                    "--steps", str(args.steps), "--warmup", str(args.warmup), "--batch", str(args.batch)]
         procs.append(subprocess.Popen(command, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                       text=True))
-    outputs = [p.communicate(timeout=args.timeout) for p in procs]
-    for proc, (out, err) in zip(procs, outputs):
-        if proc.returncode != 0:
-            raise SystemExit("{} failed (rc {}):\n{}".format(variant, proc.returncode, err[-4000:]))
-    return json.loads(outputs[0][0].strip().splitlines()[-1])
+    return rank0_report(procs, args.timeout, variant)
 
 
 def main() -> None:

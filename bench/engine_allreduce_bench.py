@@ -31,6 +31,7 @@ from typing import Dict, List
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from netns import ADDRESSES, Link, missing_requirement, tx_bytes  # noqa: E402
+from rank_procs import rank0_report  # noqa: E402
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("engine_fp32", "engine_fp16", "torch_fp32", "torch_fp16")
@@ -101,11 +102,7 @@ def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -
                 "--reps", str(args.reps)]
         procs.append(subprocess.Popen(link.command(rank, argv), env=dict(env, RANK=str(rank)),
                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True))
-    outputs = [p.communicate(timeout=args.timeout) for p in procs]
-    for proc, (out, err) in zip(procs, outputs):
-        if proc.returncode != 0:
-            raise SystemExit("{} failed (rc {}):\n{}".format(variant, proc.returncode, err[-4000:]))
-    return json.loads(outputs[0][0].strip().splitlines()[-1])
+    return rank0_report(procs, args.timeout, variant)
 
 
 def main() -> None:

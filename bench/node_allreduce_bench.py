@@ -24,6 +24,9 @@ import time
 from pathlib import Path
 from typing import Dict, List
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from rank_procs import rank0_report  # noqa: E402
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = ("engine_shm", "engine_tcp", "torch_gloo")
 MIB = 1 << 20
@@ -98,11 +101,7 @@ def run_variant(variant: str, args: argparse.Namespace) -> Dict[str, object]:
                 "--sizes", args.sizes, "--reps", str(args.reps)]
         procs.append(subprocess.Popen(argv, env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, universal_newlines=True))
-    outputs = [p.communicate(timeout=args.timeout) for p in procs]
-    for proc, (_, err) in zip(procs, outputs):
-        if proc.returncode != 0:
-            raise SystemExit("{} failed (rc {}):\n{}".format(variant, proc.returncode, err[-4000:]))
-    return json.loads(outputs[0][0].strip().splitlines()[-1])
+    return rank0_report(procs, args.timeout, variant)
 
 
 def main() -> None:
