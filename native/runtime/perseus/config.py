@@ -200,9 +200,8 @@ class PerseusConfig:
         honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     shm_disable: bool = variable(
         "PERSEUS_SHM_DISABLE", False, _choice(_BOOL, "0 (shared memory) or 1 (loopback TCP)"), "0 or 1",
-        "1: the native engine's ranks on one node exchange through Gloo's TCP on loopback instead of a shared-memory "
-        "segment (which needs 2 MiB of /dev/shm per member and group; without it the engine falls back by itself)",
-        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "1: a node's ranks exchange over loopback TCP, not shared memory (2 MiB of /dev/shm per rank and group; "
+        "the engine falls back by itself without it)", since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     perf_check_n_steps: int = variable(
         "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")

@@ -53,7 +53,7 @@
 #define PERSEUS_ENV_OFFLINE_NEG "PERSEUS_OFFLINE_NEG"
 #define PERSEUS_DEFAULT_OFFLINE_NEG 0
 
-/* PERSEUS_SHM_DISABLE: 1: the native engine's ranks on one node exchange through Gloo's TCP on loopback instead of a shared-memory segment (which needs 2 MiB of /dev/shm per member and group; without it the engine falls back by itself). Allowed: 0 or 1. Since 2.0.0. */
+/* PERSEUS_SHM_DISABLE: 1: a node's ranks exchange over loopback TCP, not shared memory (2 MiB of /dev/shm per rank and group; the engine falls back by itself without it). Allowed: 0 or 1. Since 2.0.0. */
 #define PERSEUS_ENV_SHM_DISABLE "PERSEUS_SHM_DISABLE"
 #define PERSEUS_DEFAULT_SHM_DISABLE 0
 
