@@ -180,7 +180,9 @@ def test_pipelined_slices_of_odd_sizes(engine_library, np, dtype):
     nodes = [[0, 1], [2, 3]] if np == 4 else None
     for r in found:
         assert r["info"]["hierarchical"] == (1 if np == 4 else 0)
-        assert r["info"]["fused_groups"] >= 2
+        # how many groups fuse depends on which submissions each negotiation cycle catches (faster cycles, as
+        # over shared memory, catch fewer at once); the 24 small tensors never all go alone
+        assert r["info"]["fused_groups"] >= 1
         for name, (first, periodic) in r["results"].items():
             assert periodic, name
             for i, got in enumerate(first):
