@@ -164,8 +164,7 @@ perseus_engine_info Engine::info() {
   i.plan_collectives = plan_collectives_;
   i.renegotiations = renegotiations_;
   for (auto& s : streams_) {
-    for (const Group* g : {s->groups.node.get(), s->groups.node_bcast.get(),
-                           num_nodes_ == 1 ? s->groups.everyone.get() : nullptr}) {
+    for (const Group* g : s->groups.inside_node(num_nodes_ == 1)) {
       if (g == nullptr || g->size() < 2) continue;
       ++i.node_groups;
       i.shared_memory_groups += g->shares_memory() ? 1 : 0;

@@ -149,8 +149,7 @@ void Engine::rendezvous() {
         }
       }
       if (options_.shared_memory) {  // the groups inside one node; each falls back to TCP on its own
-        for (Group* g : {stream->groups.node.get(), stream->groups.node_bcast.get(),
-                         num_nodes_ == 1 ? stream->groups.everyone.get() : nullptr}) {
+        for (Group* g : stream->groups.inside_node(num_nodes_ == 1)) {
           if (g != nullptr) g->share_memory();
         }
       }

@@ -22,6 +22,7 @@
 #include "group.h"
 #include "negotiation.h"
 #include "reduce_functions.h"
+#include "wire.h"
 
 namespace perseus::engine {
 
@@ -71,11 +72,16 @@ inline void cpu_relax() {
 #endif
 }
 
-std::string random_hex() {
+uint64_t random_u64() {
   std::random_device rd;
-  std::ostringstream out;
-  out << std::hex << rd() << rd();
-  return out.str();
+  return (uint64_t(rd()) << 32) | rd();
+}
+
+// Where each member's part starts, in elements, and the end of the last.
+std::vector<uint64_t> part_starts(const std::vector<uint64_t>& counts) {
+  std::vector<uint64_t> start(counts.size() + 1, 0);
+  for (size_t r = 0; r < counts.size(); ++r) start[r + 1] = start[r] + counts[r];
+  return start;
 }
 
 std::vector<char> bytes_of(const std::string& s) { return {s.begin(), s.end()}; }
@@ -94,7 +100,6 @@ struct ShmChannel::Segment {
   uint64_t magic;
   uint64_t token;  // member 0's random number: the segment a name leads to is the one it created
   int32_t members;
-  uint64_t buffer_bytes;
   MemberSlot slots[1];  // `members` of them, within kHeaderBytes
 
   MemberSlot& slot(int m) { return slots[m]; }
@@ -150,7 +155,9 @@ std::unique_ptr<ShmChannel> ShmChannel::attach(Group& group, std::chrono::millis
 
   // member 0 creates the segment and reserves its memory, so a full /dev/shm fails here, not with SIGBUS
   if (rank == 0) {
-    name = "/perseus-" + std::to_string(getpid()) + "-" + random_hex();
+    std::ostringstream unique;
+    unique << "/perseus-" << getpid() << "-" << std::hex << random_u64();
+    name = unique.str();
     failure = create_segment(name, bytes, &base);
     if (!failure.empty()) {
       shm_unlink(name.c_str());
@@ -158,9 +165,7 @@ std::unique_ptr<ShmChannel> ShmChannel::attach(Group& group, std::chrono::millis
     } else {
       auto* s = new (base) Segment{};
       s->members = size;
-      s->buffer_bytes = kBufferBytes;
-      std::random_device rd;
-      s->token = (uint64_t(rd()) << 32) | rd();
+      s->token = random_u64();
       s->magic = kMagic;
     }
   }
@@ -312,8 +317,7 @@ uint64_t rounds_for(uint64_t elements, uint64_t per_round) { return (elements + 
 void ShmChannel::reduce_scatter_sum(void* data, const std::vector<uint64_t>& counts, int dtype) {
   const size_t es = dtype_size(dtype);
   const ReduceFunction sum = sum_function(dtype);
-  std::vector<uint64_t> offset(counts.size() + 1, 0);  // in elements
-  for (size_t r = 0; r < counts.size(); ++r) offset[r + 1] = offset[r] + counts[r];
+  const std::vector<uint64_t> offset = part_starts(counts);
   const uint64_t largest = *std::max_element(counts.begin(), counts.end());
   if (largest == 0) return;
   // each member writes a chunk of every other member's part per round, each at its own place
@@ -341,8 +345,7 @@ void ShmChannel::reduce_scatter_sum(void* data, const std::vector<uint64_t>& cou
 
 void ShmChannel::allgather_in_place(void* data, const std::vector<uint64_t>& counts, int dtype) {
   const size_t es = dtype_size(dtype);
-  std::vector<uint64_t> offset(counts.size() + 1, 0);
-  for (size_t r = 0; r < counts.size(); ++r) offset[r + 1] = offset[r] + counts[r];
+  const std::vector<uint64_t> offset = part_starts(counts);
   const uint64_t largest = *std::max_element(counts.begin(), counts.end());
   if (largest == 0) return;
   const uint64_t per_round = elements_in(kBufferBytes, es);
@@ -363,8 +366,7 @@ void ShmChannel::allgather_in_place(void* data, const std::vector<uint64_t>& cou
 }
 
 void ShmChannel::allreduce_sum(void* data, uint64_t n, int dtype) {
-  std::vector<uint64_t> counts(size_t(size_), n / uint64_t(size_));
-  for (uint64_t r = 0; r < n % uint64_t(size_); ++r) ++counts[size_t(r)];
+  const std::vector<uint64_t> counts = shard_counts(n, size_);
   reduce_scatter_sum(data, counts, dtype);
   allgather_in_place(data, counts, dtype);
 }

@@ -39,6 +39,11 @@ struct StreamGroups {
 
   // The group that carries the traffic between nodes on this rank (null: none on this rank).
   Group* between_nodes() const { return peers ? peers.get() : leaders.get(); }
+  // The groups whose members all sit on this rank's node (`one_node`: the job is one node, so `everyone`
+  // is one of them); null entries where a group does not exist.
+  std::vector<Group*> inside_node(bool one_node) const {
+    return {node.get(), node_bcast.get(), one_node ? everyone.get() : nullptr};
+  }
 };
 
 // The part of n elements each of `parts` local ranks reduces between nodes: n / parts each, the first
