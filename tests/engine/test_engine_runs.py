@@ -104,10 +104,10 @@ def test_one_node_falls_back_to_tcp_when_dev_shm_is_small(engine_library, mib, s
                                                            "PERSEUS_ALLREDUCE_STREAMS": "1"}, wrap=private_dev_shm(mib))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     found = reports(proc.stdout)
-    assert len(found) == 2
+    assert len(found) == 2, proc.stdout[-3000:] + proc.stderr[-3000:]
     for r in found:
-        assert r["info"]["node_groups"] == 1
-        assert r["info"]["shared_memory_groups"] == (1 if shared else 0)
+        assert r["info"]["node_groups"] == 1, proc.stderr[-3000:]
+        assert r["info"]["shared_memory_groups"] == (1 if shared else 0), proc.stderr[-3000:]
         for name, got in r["results"].items():
             n = {"t/small": 10, "t/mid": 1000, "t/big": 1536 * 1024}[name]
             for k, i in enumerate([0, 1, 2, 3, n - 1]):
