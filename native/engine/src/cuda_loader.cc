@@ -13,7 +13,8 @@ CudaRuntime& CudaRuntime::get() {
 }
 
 CudaRuntime::CudaRuntime() {
-  lib_ = load_nvidia_library(PERSEUS_ENV_CUDART_LIBRARY, "cuda_runtime", {"libcudart.so.12", "libcudart.so.13"});
+  lib_ = load_nvidia_library(PERSEUS_ENV_CUDART_LIBRARY, {"cuda_runtime", "cu13"},
+                             {"libcudart.so.12", "libcudart.so.13"});
   if (lib_.handle == nullptr) {
     std::string tried;
     for (const auto& t : lib_.tried) tried += (tried.empty() ? "" : "; ") + t;

@@ -65,7 +65,8 @@ void add_library_dir(const std::string& dir) {
   g_dirs.push_back(dir);
 }
 
-Loaded load_nvidia_library(const char* variable, const char* package, const std::vector<std::string>& sonames) {
+Loaded load_nvidia_library(const char* variable, const std::vector<std::string>& packages,
+                           const std::vector<std::string>& sonames) {
   Loaded out;
   // RTLD_LOCAL: the engine resolves every symbol through dlsym; nothing leaks into the process's namespace
   const int flags = RTLD_NOW | RTLD_LOCAL;
@@ -87,14 +88,17 @@ Loaded load_nvidia_library(const char* variable, const char* package, const std:
     dirs = g_dirs;
   }
   for (const auto& d : engine_parents()) dirs.push_back(d);
-  for (const auto& dir : dirs) {
-    for (const auto& soname : sonames) {
-      std::string candidate = dir + "/nvidia/" + package + "/lib/" + soname;
-      if (is_file(candidate) && try_open(candidate, flags, out)) return out;
+  std::string folders;
+  for (const auto& package : packages) {
+    folders += (folders.empty() ? "nvidia/" : ", nvidia/") + package + "/lib";
+    for (const auto& dir : dirs) {
+      for (const auto& soname : sonames) {
+        std::string candidate = dir + "/nvidia/" + package + "/lib/" + soname;
+        if (is_file(candidate) && try_open(candidate, flags, out)) return out;
+      }
     }
   }
-  out.tried.push_back("nvidia/" + std::string(package) + "/lib under " + std::to_string(dirs.size()) +
-                      " site folder(s)");
+  out.tried.push_back(folders + " under " + std::to_string(dirs.size()) + " site folder(s)");
   for (const auto& soname : sonames) {
     if (try_open(soname, flags, out)) return out;
   }

@@ -18,8 +18,10 @@ struct Loaded {
   std::vector<std::string> tried;  // what was tried and why it failed, for the error message
 };
 
-// package: "nccl" or "cuda_runtime" (the folder under nvidia/); sonames in order of preference.
-Loaded load_nvidia_library(const char* variable, const char* package, const std::vector<std::string>& sonames);
+// packages: the folders under nvidia/ that pip's wheels use for the library ("nccl"; "cuda_runtime" for the CUDA 12
+// wheels, "cu13" for CUDA 13's nvidia-cuda-runtime); sonames in order of preference.
+Loaded load_nvidia_library(const char* variable, const std::vector<std::string>& packages,
+                           const std::vector<std::string>& sonames);
 
 // Adds a site-packages-like folder (one that may hold nvidia/<package>/lib) to step 3's search.
 void add_library_dir(const std::string& dir);

@@ -15,7 +15,7 @@ Nccl& Nccl::get() {
 }
 
 Nccl::Nccl() {
-  lib_ = load_nvidia_library(PERSEUS_ENV_NCCL_LIBRARY, "nccl", {"libnccl.so.2"});
+  lib_ = load_nvidia_library(PERSEUS_ENV_NCCL_LIBRARY, {"nccl"}, {"libnccl.so.2"});
   if (lib_.handle == nullptr) {
     std::string tried;
     for (const auto& t : lib_.tried) tried += (tried.empty() ? "" : "; ") + t;

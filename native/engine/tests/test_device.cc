@@ -8,6 +8,8 @@
 #include <cstring>
 #include <thread>
 
+#include <unistd.h>
+
 #include "cuda_loader.h"
 #include "errors.h"
 #include "nccl_loader.h"
@@ -41,13 +43,30 @@ TEST(NcclLoader, LoadsTheWheelsLibraryAndReadsItsVersion) {
 
 TEST(NcclLoader, AMissingLibraryListsWhereItLooked) {
   setenv("PERSEUS_TEST_NCCL_ABSENT", "/nonexistent/libnccl.so.2", 1);
-  Loaded lib = load_nvidia_library("PERSEUS_TEST_NCCL_ABSENT", "nccl", {"libnccl.so.2"});
+  Loaded lib = load_nvidia_library("PERSEUS_TEST_NCCL_ABSENT", {"nccl"}, {"libnccl.so.2"});
   EXPECT_EQ(lib.handle, nullptr);
   ASSERT_EQ(lib.tried.size(), 1u);
   EXPECT_NE(lib.tried[0].find("PERSEUS_TEST_NCCL_ABSENT=/nonexistent/libnccl.so.2"), std::string::npos) << lib.tried[0];
-  Loaded none = load_nvidia_library("PERSEUS_TEST_UNSET_VARIABLE", "no_such_package", {"libno_such_nvidia.so.1"});
+  Loaded none = load_nvidia_library("PERSEUS_TEST_UNSET_VARIABLE", {"no_such_package"}, {"libno_such_nvidia.so.1"});
   EXPECT_EQ(none.handle, nullptr);
   EXPECT_GE(none.tried.size(), 2u);  // the site folders, then the system's search
+}
+
+// CUDA 13's wheels put the runtime under nvidia/cu13/lib, CUDA 12's under nvidia/cuda_runtime/lib: every package
+// folder named is searched, in order (a link to the wheel's NCCL under a name no loaded library has).
+TEST(NvidiaLibraryLoader, SearchesEachPackageFolderInOrder) {
+  char tmpl[] = "/tmp/perseus_dl_search_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  const std::string lib_dir = root + "/nvidia/cu13/lib";
+  ASSERT_EQ(std::system(("mkdir -p " + lib_dir).c_str()), 0);
+  const std::string link = lib_dir + "/libperseus_test_second.so";
+  ASSERT_EQ(symlink((site() + "/nvidia/nccl/lib/libnccl.so.2").c_str(), link.c_str()), 0);
+  add_library_dir(root);
+  Loaded lib = load_nvidia_library("PERSEUS_TEST_UNSET_VARIABLE", {"cuda_runtime", "cu13"}, {"libperseus_test_second.so"});
+  EXPECT_NE(lib.handle, nullptr);
+  EXPECT_EQ(lib.path, link);
+  std::system(("rm -rf " + root).c_str());
 }
 
 // ncclGetUniqueId needs no GPU (it opens NCCL's bootstrap socket): rank 0 makes it, the store carries it.
