@@ -8,10 +8,18 @@
   4. 2 ranks on the one GPU: NCCL refuses a shared GPU, so the engine takes Gloo with host staging and the
      kernels; results equal bit for bit to the host path's (and no NCCL banner).
 
+With --torch (perseus_torch installed for the machine's torch, as bench/gpu_device_run.sh builds it there):
+  5. the binding's engine has device buffers and loads torch's own NCCL and CUDA runtime (nvidia/ packages);
+  6. CUDA tensors through perseus.torch (hvd.allreduce/broadcast, DDP, DistributedOptimizer), 2 ranks on the
+     one GPU under gloo, equal to the same calls on host tensors (tests/torch/workers/device_collectives.py);
+  7. a DDP step with CUDA tensors, perseus vs torch's fp16_compress_hook (bench/gpu_ddp_step.py): at least as
+     fast, the same loss within fp16 tolerance, device-to-host bytes <= 0.6 x the fp32 gradient, and no
+     cudaDeviceSynchronize on the training thread.
+
 Multi-GPU NCCL runs (2+ GPUs, one per rank) are not done here: CI-only. Prints a table and `uptime`; exits 0
 when every step passes, 1 when one fails, 2 when no CUDA device is visible.
 
-  .venv/bin/python bench/gpu_device_check.py [--build native/build] [--site DIR_WITH_nvidia/nccl]
+  .venv/bin/python bench/gpu_device_check.py [--build native/build] [--site DIR_WITH_nvidia/nccl] [--torch]
 """
 
 import argparse
@@ -73,10 +81,71 @@ def engine_run(library: str, site: str, size: int, dtype: str) -> Tuple[bool, st
     return ok, detail
 
 
+def torch_ranks(script: Path, size: int, extra: List[str], timeout: float = 400) -> List[Tuple[int, str, str]]:
+    port = free_port()
+    procs = []
+    for r in range(size):
+        e = {k: v for k, v in os.environ.items() if not k.startswith(("PERSEUS_", "NCCL_DEBUG"))}
+        e.update(RANK=str(r), WORLD_SIZE=str(size), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(size),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONUNBUFFERED="1")
+        procs.append(subprocess.Popen([sys.executable, str(script)] + extra, env=e, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, universal_newlines=True))
+    return [(p.wait(timeout=timeout), p.stdout.read(), p.stderr.read()) for p in procs]
+
+
+def torch_rows() -> List[Tuple[str, bool, str]]:
+    rows = []
+    probe = subprocess.run([sys.executable, "-c", "import json, torch\nfrom perseus.torch import _comm, _device, _native\n"
+                            "_comm.load_library(); print(json.dumps({'report': _device.report(), "
+                            "'manifest': _native.read_manifest()}))"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+    found = json.loads(probe.stdout) if probe.returncode == 0 else {}
+    report, manifest = found.get("report", {}), found.get("manifest", {})
+    ok = bool(report.get("built")) and "/nvidia/" in report.get("nccl_library", "") and \
+        "/nvidia/" in report.get("cuda_library", "") and report.get("device_count", 0) >= 1
+    rows.append(("torch binding: device engine, torch's NCCL + CUDA runtime", ok, json.dumps({
+        "manifest": {k: manifest.get(k) for k in ("version", "torch_version", "cuda_architectures", "cuda_toolkit")},
+        "nccl": report.get("nccl_library"), "nccl_version": report.get("nccl_version"),
+        "cudart": report.get("cuda_library")}) if found else probe.stderr[-1500:]))
+    done = torch_ranks(REPO / "tests" / "torch" / "workers" / "device_collectives.py", 2, [])
+    found_reports = [reported(out) for _, out, _ in done]
+    ok = all(rc == 0 for rc, _, _ in done) and all(f.get("ok") for f in found_reports)
+    detail = "; ".join("rank {}: {}".format(f.get("rank"), {k: (v.get("equal"), v.get("max_difference", v.get("error")))
+                                                             for k, v in f.get("cases", {}).items()})
+                       for f in found_reports)
+    if not ok:
+        detail += " | " + " / ".join(err[-1500:] for _, _, err in done)
+    rows.append(("torch: CUDA tensors = host tensors, 2 ranks one GPU", ok, detail))
+    bench = subprocess.run([sys.executable, str(REPO / "bench" / "gpu_ddp_step.py")], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, universal_newlines=True)
+    figures = reported(bench.stdout)
+    if not figures:
+        rows.append(("DDP step: perseus vs torch fp16_compress_hook", False, (bench.stdout + bench.stderr)[-3000:]))
+        return rows
+    prof = figures["profiled_step"]
+    d2h_ratio = prof["perseus"]["d2h_bytes"] / float(figures["fp32_gradient_bytes"])
+    checks = {
+        "at least as fast": figures["perseus_vs_torch"] >= 1.0,
+        "same loss (fp16 tolerance)": figures["max_relative_loss_difference"] <= 1e-2,
+        "d2h <= 0.6 x fp32 gradient": d2h_ratio <= 0.6,
+        "no cudaDeviceSynchronize (training thread or any other)": prof["perseus"]["cudaDeviceSynchronize"] == 0,
+    }
+    rows.append(("DDP step: perseus vs torch fp16_compress_hook", all(checks.values()), json.dumps({
+        "parameters": figures["parameters"], "median_ms": figures["median_ms"],
+        "perseus_vs_torch": round(figures["perseus_vs_torch"], 3),
+        "max_relative_loss_difference": figures["max_relative_loss_difference"],
+        "d2h_bytes": {k: v["d2h_bytes"] for k, v in prof.items()}, "d2h_vs_fp32_gradient": round(d2h_ratio, 3),
+        "cudaDeviceSynchronize": {k: [v["cudaDeviceSynchronize"], v["cudaDeviceSynchronize_training_thread"]]
+                                  for k, v in prof.items()},
+        "engine": figures.get("perseus_engine"), "checks": checks})))
+    return rows
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build", default=str(REPO / "native" / "build"), help="the CMake build (CUDA and device on)")
     parser.add_argument("--site", default="", help="a folder holding nvidia/nccl/lib/libnccl.so.2 (pip's layout)")
+    parser.add_argument("--torch", action="store_true", help="also the perseus.torch steps (5-7)")
     args = parser.parse_args()
     build = Path(args.build)
     library = str(build / "engine" / "libperseus_engine.so")
@@ -112,6 +181,8 @@ def main() -> int:
         rows.append(("1 rank, NCCL", False, device["nccl_message"]))
     ok, detail = engine_run(library, args.site, 2, "0")
     rows.append(("2 ranks, one GPU, Gloo + kernels, DTYPE=0", ok, detail))
+    if args.torch:
+        rows += torch_rows()
     print("\n| step | result | detail |\n|---|---|---|")
     for name, ok, detail in rows:
         print("| {} | {} | {} |".format(name, "PASS" if ok else "FAIL", detail.replace("|", "/")))

@@ -33,6 +33,7 @@ from perseus import config as perseus_config
 from perseus import engine as native
 from perseus import launch
 from perseus.engine import _buffers, _library
+from perseus.torch import _device
 
 LIBRARY_FILE = "_perseus_engine.so"
 POLICY_FIELDS = ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck", "timeout_seconds",
@@ -95,8 +96,9 @@ def buffer_of(tensor: torch.Tensor) -> _buffers.Buffer:
 
 class Staged:
     """A host tensor the engine can use in place for `tensor`: the tensor itself when it is a contiguous
-    CPU tensor, else a contiguous host copy (CUDA tensors are staged through host memory: no device path
-    here; untested on a GPU in this build), copied back by finish()."""
+    CPU tensor, else a contiguous host copy, copied back by finish(). CUDA tensors take the engine's device
+    path instead (_device, World.allreduce_any); only what the device path lacks (gossip downsampling,
+    allgather) stages them here."""
 
     def __init__(self, tensor: torch.Tensor, copy_in: bool = True) -> None:
         self.tensor = tensor
@@ -177,6 +179,7 @@ class World:
         self.hierarchical = bool(info["hierarchical"])
         self.intra_fp16, self.inter_fp16 = bool(info["intra_fp16"]), bool(info["inter_fp16"])
         self.completions = Completions()
+        self.feeder = _device.Feeder()
         self._counters: Dict[str, int] = {}
         self._lock = threading.Lock()
 
@@ -203,7 +206,14 @@ class World:
                 out[name] = found
         return out
 
+    def allreduce_any(self, name: str, tensor: torch.Tensor, op: str) -> Any:
+        """An in-place allreduce of a contiguous tensor, host or CUDA (the device path): a handle (wait(), poll())."""
+        if tensor.is_cuda:
+            return _device.allreduce(self.engine, self.feeder, name, tensor, op)
+        return self.engine.allreduce_async(name, buffer_of(tensor), op=op)
+
     def close(self) -> None:
+        self.feeder.stop()
         self.completions.stop()
         try:
             self.engine.close()

@@ -6,6 +6,8 @@ order (the Horovod API exchanges a record before each collective, which checks i
 allreduce travels as fp64 here (sum exact to fp32 rounding), never through the engine's fp16 gradient wire
 policy: hvd.allreduce applies exactly the compression= it is given. Min, Max and Product are an allgather
 and a local reduction (the engine reduces by sum). bool/int8/int16 travel widened (int64/int32).
+CUDA tensors take the engine's device path (widened on the device) for allreduce and broadcast; an allgather
+goes through host memory (the device path has none).
 """
 
 import ctypes
@@ -15,7 +17,7 @@ import torch
 
 from perseus import engine as native
 from perseus.engine import _buffers
-from perseus.torch import _comm
+from perseus.torch import _comm, _device
 
 SUM, MIN, MAX, PRODUCT = "sum", "min", "max", "product"
 _WIDE = {torch.float32: torch.float64, torch.bool: torch.int64, torch.int8: torch.int32, torch.int16: torch.int32}
@@ -25,7 +27,7 @@ _BYTES_ONLY = (torch.bool, torch.int8, torch.int16)
 class Work:
     """A collective under way; wait() raises its error and runs what completes it."""
 
-    def __init__(self, handle: Optional[native.Handle], finish: Callable[[Any], None]) -> None:
+    def __init__(self, handle: Optional[Any], finish: Callable[[Any], None]) -> None:
         self._handle = handle
         self._finish = finish
         self._done = False
@@ -54,13 +56,19 @@ def allreduce(tensor: torch.Tensor, op: str = SUM) -> Work:
     if op != SUM:
         return _reduce_by_allgather(world, tensor, op)
     wide = _WIDE.get(tensor.dtype)
-    host = tensor.detach().to("cpu", wide or tensor.dtype, copy=True).contiguous() if (
-        wide is not None or tensor.is_cuda or not tensor.is_contiguous()) else tensor
-    handle = world.engine.allreduce_async(world.next_name("perseus.allreduce"), _comm.buffer_of(host), op="sum")
+    name = world.next_name("perseus.allreduce")
+    if tensor.is_cuda:  # the device path, widened on the device as the host path widens
+        wire = tensor.detach().to(wide or tensor.dtype, copy=True).contiguous() if (
+            wide is not None or not tensor.is_contiguous()) else tensor
+        handle = world.allreduce_any(name, wire, "sum")
+    else:
+        wire = tensor.detach().to("cpu", wide or tensor.dtype, copy=True).contiguous() if (
+            wide is not None or not tensor.is_contiguous()) else tensor
+        handle = world.engine.allreduce_async(name, _comm.buffer_of(wire), op="sum")
 
     def finish(_: Any) -> None:
-        if host is not tensor:
-            tensor.copy_(host.view(tensor.shape).to(tensor.dtype))
+        if wire is not tensor:
+            tensor.copy_(wire.view(tensor.shape).to(tensor.dtype))
     return Work(handle, finish)
 
 
@@ -75,9 +83,18 @@ def _raw_bytes(host: torch.Tensor, rows: int) -> _buffers.Buffer:
 
 def broadcast(tensor: torch.Tensor, root: int) -> Work:
     world = _world()
+    name = world.next_name("perseus.broadcast")
+    if tensor.is_cuda:  # the device path: the tensor's bytes, from root's GPU to every rank's
+        wire = tensor if tensor.is_contiguous() else tensor.detach().contiguous()
+        submission = _device.broadcast(world.engine, world.feeder, name, wire, root)
+
+        def copy_back(_: Any) -> None:
+            if wire is not tensor:
+                tensor.copy_(wire)
+        return Work(submission, copy_back)
     staged = _comm.Staged(tensor)
     buf = _raw_bytes(staged.host, 1) if tensor.dtype in _BYTES_ONLY else _comm.buffer_of(staged.host)
-    handle = world.engine.broadcast_async(world.next_name("perseus.broadcast"), buf, root)
+    handle = world.engine.broadcast_async(name, buf, root)
 
     def finish(_: Any) -> None:
         staged.finish()

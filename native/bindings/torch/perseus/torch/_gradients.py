@@ -9,7 +9,7 @@ Gossip downsampling (PERSEUS_DOWNSAMPLE_N_ELEMENTS) is the engine's.
 """
 
 import threading
-from typing import Dict, List, Optional, Sequence, Set, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -36,7 +36,7 @@ class GradientReducer:
         self.steps_started = 0
         self.communicate = True
         self.reported_now: Set[int] = set()
-        self.pending: List[Tuple[int, native.Handle, torch.Tensor, _comm.Staged, Optional[torch.Tensor]]] = []
+        self.pending: List[Tuple[int, Any, torch.Tensor, Optional[_comm.Staged], Optional[torch.Tensor]]] = []
         self.accumulated: Dict[int, torch.Tensor] = {}
         self._lock = threading.Lock()
 
@@ -79,14 +79,23 @@ class GradientReducer:
             grad.div_(self.predivide)
         name = "{}.{}".format(self.label, self.names[index])
         wire: Optional[torch.Tensor] = None
+        staged: Optional[_comm.Staged] = None
+        op = "average" if self.average and grad.is_floating_point() else "sum"
+        n = self.cfg.downsample_n_elements
         if self.fp16_by_shim and grad.dtype == torch.float32:
-            wire = (grad.detach().to("cpu") * self.scale).half()
-            staged = _comm.Staged(wire)
-            handle = self.world.engine.allreduce_async(name, _comm.buffer_of(staged.host), op="sum")
-        else:
+            if grad.is_cuda:  # scaled fp16 on the device; the engine's device path sums it
+                wire = (grad.detach() * self.scale).half()
+                handle = self.world.allreduce_any(name, wire, "sum")
+            else:
+                wire = (grad.detach().to("cpu") * self.scale).half()
+                staged = _comm.Staged(wire)
+                handle = self.world.engine.allreduce_async(name, _comm.buffer_of(staged.host), op="sum")
+        elif grad.is_cuda and not (n > 1 and grad.dtype == torch.float32):
+            if not grad.is_contiguous():
+                wire = grad.detach().contiguous()  # reduced in this copy, copied back by wait()
+            handle = self.world.allreduce_any(name, grad if wire is None else wire, op)
+        else:  # host tensors, and gossip downsampling (the host path's: CUDA gradients are staged)
             staged = _comm.Staged(grad)
-            op = "average" if self.average and grad.is_floating_point() else "sum"
-            n = self.cfg.downsample_n_elements
             if n > 1 and grad.dtype == torch.float32:
                 handle = self.world.engine.allreduce_downsampled_async(
                     name, _comm.buffer_of(staged.host), n, self.cfg.gradient_momentum, op=op)
@@ -109,10 +118,13 @@ class GradientReducer:
                 flagged = True  # the engine flags a whole fused group: name the gradients that are not finite
             except native.EngineError as error:
                 first = first or error
-            staged.finish()
-            if wire is not None:
+            if staged is not None:
+                staged.finish()
+            if wire is not None and wire.dtype != grad.dtype:  # Horovod's fp16 compression by the shim
                 divisor = self.scale * (self.world.size if self.average else 1)
                 grad.copy_((wire.float() / divisor).view(grad.shape))
+            elif wire is not None:
+                grad.copy_(wire.view(grad.shape))
             if self.predivide != 1.0:
                 grad.mul_(self.predivide)
             if flagged and not bool(torch.isfinite(grad).all()):

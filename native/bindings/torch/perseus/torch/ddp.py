@@ -10,7 +10,8 @@ perseus-common wraps DistributedDataParallel.__init__ (perseus._torch_hook); the
     registers before that replaces perseus, with a warning, instead of failing).
 
 The hook hands each DDP bucket, in place (its data pointer: no copy for a contiguous CPU bucket; a CUDA
-bucket is staged through host memory), to the native engine as one named allreduce ("ddp<k>.b<i>");
+bucket stays on its GPU: the engine's device path, _device.py), to the native engine as one named
+allreduce ("ddp<k>.b<i>");
 the engine fuses the buckets agreed in one negotiation cycle, cuts large ones into 2 MiB slices, applies
 the wire policy (PERSEUS_ALLREDUCE_DTYPE/_MODE, gradient scale, NaN check) and, with
 PERSEUS_DOWNSAMPLE_N_ELEMENTS > 1, gossip downsampling with its residual (PERSEUS_GRADIENT_MOMENTUM).
@@ -153,19 +154,24 @@ def perseus_hook(state, bucket):  # type: ignore[no-untyped-def]
             outcome.set_result(found.result())
             return outcome
     errors: List[BaseException] = []
-    staged = _comm.Staged(buffer)
     engine = state.world.engine
     name = "{}.b{}".format(state.label, found.index)
     floating = buffer.is_floating_point()
     op = "average" if floating else "sum"
+    staged: Optional[_comm.Staged] = None
     if cfg.downsample_n_elements > 1 and buffer.dtype == torch.float32:
+        staged = _comm.Staged(buffer)  # gossip downsampling is the host path's (CUDA buckets are staged)
         handle = engine.allreduce_downsampled_async(name, _comm.buffer_of(staged.host), cfg.downsample_n_elements,
                                                     cfg.gradient_momentum, op=op)
+    elif buffer.is_cuda:  # the device path: the bucket stays on the GPU until the engine compresses it
+        handle = state.world.allreduce_any(name, buffer, op)
     else:
+        staged = _comm.Staged(buffer)
         handle = engine.allreduce_async(name, _comm.buffer_of(staged.host), op=op)
 
     def done(error: Optional[BaseException]) -> None:
-        staged.finish()
+        if staged is not None:
+            staged.finish()
         if isinstance(error, native.NonFiniteError):
             error = NonFiniteGradientError(state.nonfinite_message(state.indices_of(found), found.gradients))
         if error is not None:
