@@ -42,8 +42,13 @@ def build_model(torch, width: int, depth: int):
 
 
 def trace_figures(path: str, main_tid: int) -> Dict[str, int]:
+    """Memcpy bytes and cudaDeviceSynchronize calls inside the step (the `bench_step` range: the profiler's own
+    synchronisation when it stops comes after it)."""
     with open(path) as handle:
-        events = json.load(handle).get("traceEvents", [])
+        events = [e for e in json.load(handle).get("traceEvents", []) if e.get("ph") == "X"]
+    steps = [e for e in events if e.get("name") == "bench_step"]
+    begin = min(e["ts"] for e in steps) if steps else float("-inf")
+    end = max(e["ts"] + e.get("dur", 0) for e in steps) if steps else float("inf")
     d2h = h2d = device_syncs = device_syncs_main = 0
     for e in events:
         name = str(e.get("name", ""))
@@ -51,11 +56,11 @@ def trace_figures(path: str, main_tid: int) -> Dict[str, int]:
             d2h += int(e.get("args", {}).get("bytes", 0))
         elif name.startswith("Memcpy HtoD"):
             h2d += int(e.get("args", {}).get("bytes", 0))
-        elif name == "cudaDeviceSynchronize":
+        elif name == "cudaDeviceSynchronize" and begin <= e["ts"] <= end:
             device_syncs += 1
             device_syncs_main += int(e.get("tid") == main_tid)
     return {"d2h_bytes": d2h, "h2d_bytes": h2d, "cudaDeviceSynchronize": device_syncs,
-            "cudaDeviceSynchronize_training_thread": device_syncs_main}
+            "cudaDeviceSynchronize_training_thread": device_syncs_main, "step_range_found": int(bool(steps))}
 
 
 def rank_main(args: argparse.Namespace) -> None:
@@ -120,11 +125,12 @@ def rank_main(args: argparse.Namespace) -> None:
                 times[name].append(ms)
 
     profiled: Dict[str, Dict[str, int]] = {}
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import ProfilerActivity, profile, record_function
     step = args.warmup + args.steps
     for name in order:
         with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
-            one_step(name, step)
+            with record_function("bench_step"):
+                one_step(name, step)
         path = os.path.join(tempfile.gettempdir(), "perseus_ddp_{}_{}.json".format(name, rank))
         prof.export_chrome_trace(path)
         profiled[name] = trace_figures(path, threading.get_native_id())

@@ -33,6 +33,8 @@ CudaRuntime::CudaRuntime() {
     PERSEUS_CUDA_SYMBOL(DeviceGetPCIBusId, cudaDeviceGetPCIBusId);
     PERSEUS_CUDA_SYMBOL(Malloc, cudaMalloc);
     PERSEUS_CUDA_SYMBOL(Free, cudaFree);
+    PERSEUS_CUDA_SYMBOL(MallocHost, cudaMallocHost);
+    PERSEUS_CUDA_SYMBOL(FreeHost, cudaFreeHost);
     PERSEUS_CUDA_SYMBOL(MemcpyAsync, cudaMemcpyAsync);
     PERSEUS_CUDA_SYMBOL(MemsetAsync, cudaMemsetAsync);
     PERSEUS_CUDA_SYMBOL(StreamCreateWithFlags, cudaStreamCreateWithFlags);

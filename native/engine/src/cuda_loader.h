@@ -40,6 +40,8 @@ class CudaRuntime {
   decltype(&cudaDeviceGetPCIBusId) DeviceGetPCIBusId = nullptr;
   decltype(&cudaMalloc) Malloc = nullptr;
   decltype(&cudaFree) Free = nullptr;
+  decltype(&cudaMallocHost) MallocHost = nullptr;
+  decltype(&cudaFreeHost) FreeHost = nullptr;
   decltype(&cudaMemcpyAsync) MemcpyAsync = nullptr;
   decltype(&cudaMemsetAsync) MemsetAsync = nullptr;
   decltype(&cudaStreamCreateWithFlags) StreamCreateWithFlags = nullptr;
