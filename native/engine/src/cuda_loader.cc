@@ -40,6 +40,7 @@ CudaRuntime::CudaRuntime() {
     PERSEUS_CUDA_SYMBOL(StreamCreateWithFlags, cudaStreamCreateWithFlags);
     PERSEUS_CUDA_SYMBOL(StreamDestroy, cudaStreamDestroy);
     PERSEUS_CUDA_SYMBOL(StreamSynchronize, cudaStreamSynchronize);
+    PERSEUS_CUDA_SYMBOL(StreamQuery, cudaStreamQuery);
 #undef PERSEUS_CUDA_SYMBOL
   } catch (const std::exception& e) {
     why_not_ = e.what();

@@ -47,6 +47,7 @@ class CudaRuntime {
   decltype(&cudaStreamCreateWithFlags) StreamCreateWithFlags = nullptr;
   decltype(&cudaStreamDestroy) StreamDestroy = nullptr;
   decltype(&cudaStreamSynchronize) StreamSynchronize = nullptr;
+  decltype(&cudaStreamQuery) StreamQuery = nullptr;
 
  private:
   CudaRuntime();

@@ -1,9 +1,14 @@
 #include "device_backend.h"
 
+#include <net/if.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
-#include <unistd.h>
+#include <thread>
 
 #include "cuda_loader.h"
 #include "errors.h"
@@ -11,6 +16,7 @@
 #include "nccl_loader.h"
 #include "perseus/core.h"
 #include "perseus/engine.h"
+#include "perseus/variables.h"
 #include "tcp_store.h"
 
 namespace perseus::engine {
@@ -114,7 +120,60 @@ void host_average(void* data, uint64_t n, int dtype, int size) {
   }
 }
 
+bool interface_exists(const std::string& name) { return if_nametoindex(name.c_str()) != 0; }
+
 }  // namespace
+
+std::string nccl_socket_interface(const char* nccl_socket_ifname, const char* perseus_interface,
+                                  bool (*exists)(const std::string&)) {
+  if (nccl_socket_ifname != nullptr && *nccl_socket_ifname != '\0') return "";  // the user's own NCCL setting
+  if (perseus_interface != nullptr && *perseus_interface != '\0') {
+    const std::string wanted = perseus_interface;
+    if (!exists(wanted)) {
+      throw EngineError(PERSEUS_ENGINE_INVALID_ARGUMENT,
+                        "PERSEUS_NCCL_NETWORK_INTERFACE=" + wanted + ": this machine has no such network interface "
+                        "(ip -brief link lists them): name one of its interfaces, or unset it to let NCCL choose");
+    }
+    return wanted;
+  }
+  return exists(PERSEUS_DEFAULT_NCCL_NETWORK_INTERFACE) ? PERSEUS_DEFAULT_NCCL_NETWORK_INTERFACE : "";
+}
+
+void DeviceBackend::wait(DeviceChannel& ch) {
+  auto& rt = CudaRuntime::get();
+  if (!ch.nccl) {
+    rt.check(rt.StreamSynchronize(ch.stream), "cudaStreamSynchronize");
+    return;
+  }
+  Nccl& nccl = Nccl::get();
+  const auto deadline = std::chrono::steady_clock::now() + timeout_;
+  auto pause = std::chrono::microseconds(10);
+  auto abort_channel = [&] {
+    if (ch.comm != nullptr) nccl.CommAbort(ch.comm);
+    ch.comm = nullptr;  // aborted: the engine stops (fail_collective); nothing is destroyed twice
+  };
+  while (true) {
+    const cudaError_t state = rt.StreamQuery(ch.stream);
+    if (state == cudaSuccess) return;
+    if (state != cudaErrorNotReady) rt.check(state, "cudaStreamQuery");
+    ncclResult_t async = ncclSuccess;
+    nccl.CommGetAsyncError(ch.comm, &async);
+    if (async != ncclSuccess && async != ncclInProgress) {
+      abort_channel();
+      nccl.check(async, "an NCCL collective (asynchronous error; the communicator was aborted)");
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort_channel();
+      throw EngineError(PERSEUS_ENGINE_COMMUNICATION,
+                        "an NCCL collective did not complete within GLOO_TIMEOUT_SECONDS=" +
+                            std::to_string(timeout_.count() / 1000) +
+                            ": a rank was lost (crashed or killed) or stopped answering; the NCCL communicator was "
+                            "aborted (ncclCommAbort)");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(500));
+  }
+}
 
 DeviceBackend::DeviceBackend(std::unique_ptr<TcpStore> store, int rank, int size, std::chrono::milliseconds timeout)
     : store_(std::move(store)), rank_(rank), size_(size), timeout_(timeout) {}
@@ -169,6 +228,11 @@ DeviceChannel& DeviceBackend::channel(int device, Group& group) {
   ch->nccl = decide(device, group, key, ch->why_gloo) == "nccl";
   if (ch->nccl) {
     Nccl& nccl = Nccl::get();
+    // NCCL reads NCCL_SOCKET_IFNAME when its bootstrap starts (ncclGetUniqueId on the root, the first
+    // communicator elsewhere): set before either
+    const std::string iface = nccl_socket_interface(std::getenv("NCCL_SOCKET_IFNAME"),
+                                                    std::getenv(PERSEUS_ENV_NCCL_NETWORK_INTERFACE), &interface_exists);
+    if (!iface.empty()) setenv("NCCL_SOCKET_IFNAME", iface.c_str(), 0);
     ncclUniqueId uid;
     if (group.size() == 1 || store_ == nullptr) {
       nccl.check(nccl.GetUniqueId(&uid), "ncclGetUniqueId");
@@ -194,7 +258,7 @@ uint64_t DeviceBackend::run(StreamGroups& groups, const WirePolicy& policy, cons
   const int64_t divisor = job.average ? size_ : 1;
   auto d2h = [&](void* host, const void* dev, uint64_t nb) {
     rt.check(rt.MemcpyAsync(host, dev, nb, cudaMemcpyDeviceToHost, ch.stream), "cudaMemcpyAsync (device to host)");
-    rt.check(rt.StreamSynchronize(ch.stream), "cudaStreamSynchronize");
+    wait(ch);
   };
   auto h2d = [&](void* dev, const void* host, uint64_t nb) {
     rt.check(rt.MemcpyAsync(dev, host, nb, cudaMemcpyHostToDevice, ch.stream), "cudaMemcpyAsync (host to device)");
@@ -260,12 +324,7 @@ uint64_t DeviceBackend::run(StreamGroups& groups, const WirePolicy& policy, cons
     }
     h2d(job.data, host, bytes);
   }
-  rt.check(rt.StreamSynchronize(ch.stream), "cudaStreamSynchronize");
-  if (ch.nccl) {
-    ncclResult_t async = ncclSuccess;
-    nccl.CommGetAsyncError(ch.comm, &async);
-    nccl.check(async, "an NCCL collective", ch.comm);
-  }
+  wait(ch);
   return nonfinite;
 }
 

@@ -32,6 +32,13 @@ struct DeviceJob {
   int root = 0;
 };
 
+// The interface NCCL's sockets should use, or "" to leave NCCL its own choice: NCCL_SOCKET_IFNAME when the user
+// set it (never overridden); else PERSEUS_NCCL_NETWORK_INTERFACE when set (an interface this machine lacks
+// throws, naming the variable); else the manual's default eth0 where this machine has an eth0.
+// `exists` tells whether an interface name exists here.
+std::string nccl_socket_interface(const char* nccl_socket_ifname, const char* perseus_interface,
+                                  bool (*exists)(const std::string&));
+
 class DeviceBackend {
  public:
   // store: a client of the engine's rendezvous store (null in a 1-rank job that serves none).
@@ -45,6 +52,9 @@ class DeviceBackend {
 
  private:
   DeviceChannel& channel(int device, Group& group);
+  // Waits for the channel's stream; over NCCL it polls, and past the timeout (or on NCCL's asynchronous error)
+  // aborts the communicator (ncclCommAbort), so a rank lost inside a collective fails the others in time.
+  void wait(DeviceChannel& ch);
   std::string decide(int device, Group& group, const std::string& key, std::string& why);
 
   std::unique_ptr<TcpStore> store_;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cuda_loader.h"
+#include "device_backend.h"
 #include "errors.h"
 #include "nccl_loader.h"
 #include "negotiation.h"
@@ -145,4 +146,24 @@ TEST(Negotiation, TheDeviceTravelsAndAHostDeviceMixIsAMismatch) {
   EXPECT_EQ(check_match({r, other_device}), "");
   std::string message = check_match({r, host});
   EXPECT_NE(message.find("of a device buffer"), std::string::npos) << message;
+}
+
+namespace {
+bool only_lo_and_ib0(const std::string& name) { return name == "lo" || name == "ib0"; }
+bool with_eth0(const std::string& name) { return name == "lo" || name == "eth0"; }
+}  // namespace
+
+// PERSEUS_NCCL_NETWORK_INTERFACE reaches NCCL as NCCL_SOCKET_IFNAME; the user's own NCCL_SOCKET_IFNAME wins; the
+// manual's eth0 default applies only where eth0 exists; an interface the machine lacks is refused by name.
+TEST(NcclSocketInterface, ThePerseusVariableTheUsersNcclVariableAndTheEth0Default) {
+  EXPECT_EQ(nccl_socket_interface(nullptr, "ib0", &only_lo_and_ib0), "ib0");
+  EXPECT_EQ(nccl_socket_interface("bond0", "ib0", &only_lo_and_ib0), "");
+  EXPECT_EQ(nccl_socket_interface(nullptr, nullptr, &with_eth0), "eth0");
+  EXPECT_EQ(nccl_socket_interface(nullptr, "", &only_lo_and_ib0), "");
+  try {
+    nccl_socket_interface(nullptr, "eth7", &only_lo_and_ib0);
+    FAIL() << "an interface this machine lacks was accepted";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("PERSEUS_NCCL_NETWORK_INTERFACE=eth7"), std::string::npos) << e.what();
+  }
 }
