@@ -26,20 +26,22 @@ else:
 cases = {}
 
 
-def compare(name, on_device, on_host, exact=True):
+def compare(name, on_device, on_host, exact=True, tolerance=1e-3):
+    """exact: the same bits; else the largest difference within `tolerance` x the largest magnitude (at least 1)."""
     got, want = on_device.detach().cpu(), on_host.detach().cpu()
     diff = (got.double() - want.double()).abs().max().item() if got.numel() else 0.0
     same_bits = got.dtype == want.dtype and torch.equal(got, want)
-    cases[name] = {"equal": bool(same_bits if exact else diff <= 1e-3 * max(1.0, want.double().abs().max().item())),
-                   "max_difference": diff, "device": str(on_device.device)}
+    bound = tolerance * max(1.0, want.double().abs().max().item())
+    cases[name] = {"equal": bool(same_bits if exact else diff <= bound), "max_difference": diff,
+                   "device": str(on_device.device)}
 
 
-def case(fn):  # runs the case where it is defined
+def case(fn, name=None):  # runs the case where it is defined
     try:
         fn()
     except Exception as error:  # recorded; the check fails on it
-        cases[fn.__name__] = {"equal": False, "error": "{}: {}".format(type(error).__name__, error),
-                              "trace": traceback.format_exc()[-1500:]}
+        cases[name or fn.__name__] = {"equal": False, "error": "{}: {}".format(type(error).__name__, error),
+                                      "trace": traceback.format_exc()[-1500:]}
     return fn
 
 
@@ -106,6 +108,37 @@ def distributed_optimizer_step():
     reduced = model.weight.grad.detach().clone()
     everyone = hvd.allgather(local.cpu().unsqueeze(0), name="h.local").mean(0)
     compare("distributed_optimizer_step", reduced, everyone, exact=False)
+
+
+def ddp_against_the_local_average(name, dtype=torch.float32, tolerance=1e-3, autocast=False, compiled=False,
+                                  **ddp_options):
+    """A DDP step on the GPU under perseus against the average of every rank's gradient of an unwrapped copy."""
+    torch.manual_seed(3)
+    base = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 64)).to(dev, dtype)
+    plain = copy.deepcopy(base)
+    model = torch.nn.parallel.DistributedDataParallel(copy.deepcopy(base), device_ids=[dev.index] if dev.index is not None
+                                                      else None, **ddp_options)
+    if compiled:
+        model = torch.compile(model)
+    g = torch.Generator().manual_seed(10 + rank)
+    x = torch.randn(32, 256, generator=g).to(dev, dtype)
+    for net in (model, plain):
+        with torch.autocast("cuda", dtype=torch.float16, enabled=autocast):
+            net(x).float().pow(2).mean().backward()
+    got = torch.cat([p.grad.reshape(-1).float() for p in model.parameters()])
+    local = torch.cat([p.grad.reshape(-1).float() for p in plain.parameters()])
+    want = hvd.allgather(local.cpu().unsqueeze(0), name="h.local." + name).mean(0)
+    compare(name, got, want, exact=False, tolerance=tolerance)
+
+
+for variant, options in (
+        ("ddp_fp16_gradients", dict(dtype=torch.float16, tolerance=1e-2)),
+        ("ddp_bf16_gradients", dict(dtype=torch.bfloat16, tolerance=2e-2)),
+        ("ddp_autocast_fp16", dict(autocast=True)),
+        ("ddp_without_bucket_views", dict(gradient_as_bucket_view=False)),
+        ("ddp_torch_compile", dict(compiled=True))):
+    if dev.type == "cuda" or not (options.get("autocast") or options.get("compiled")):  # the CPU smoke run
+        case(lambda: ddp_against_the_local_average(variant, **options), name=variant)
 
 
 cases_ok = all(c.get("equal") for c in cases.values())
