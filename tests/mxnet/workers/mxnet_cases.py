@@ -2,6 +2,7 @@
 
     python mxnet_cases.py gluon     # DistributedTrainer on a tiny Gluon model, per-rank data and init
     python mxnet_cases.py kvstore   # dist_sync_perseus: Sum/Max/Min pushes, param_only, pushpull, Trainer
+    python mxnet_cases.py horovod_api  # Horovod 0.28's calls: ops, scaling, reducescatter, alltoall, objects
 """
 import hashlib
 import json
@@ -147,8 +148,53 @@ def module_case(optimizer_api=False):
     report(mse_before=before, mse_after=after, final=h.hexdigest())
 
 
+def horovod_api_case():
+    """The Horovod calls whose results are checked by the test against numpy (rank r holds values of rank r)."""
+    r, n = hvd.rank(), hvd.size()
+    out = {}
+    # float32 values fp16 cannot hold: an exact sum (Horovod's hvd.allreduce applies no compression by itself)
+    exact = mx.nd.array([1.0001, 3.14159265, 1e-5 + r, 65519.0 + r], dtype="float32")
+    out["sum_fp32"] = hvd.allreduce(exact, op=hvd.Sum, name="exact").asnumpy().tolist()
+    scalar = hvd.allreduce(mx.nd.array(2.0 + r, dtype="float32"), op=hvd.Sum, name="scalar")
+    out["scalar_shape"] = list(scalar.shape)
+    out["scalar"] = float(scalar.asnumpy().reshape(-1)[0])
+    t = mx.nd.array(np.arange(6, dtype=np.float32).reshape(2, 3) + 10 * r)
+    out["min"] = hvd.allreduce(t, op=hvd.Min, name="min").asnumpy().tolist()
+    out["max"] = hvd.allreduce(t, op=hvd.Max, name="max").asnumpy().tolist()
+    out["product"] = hvd.allreduce(t, op=hvd.Product, name="product").asnumpy().tolist()
+    ints = mx.nd.array([3, 7, -5], dtype="int32")
+    out["prescaled_int"] = hvd.allreduce(ints, op=hvd.Sum, prescale_factor=0.5, name="pre").asnumpy().tolist()
+    out["average_int"] = hvd.allreduce(mx.nd.array([3 + r, -7], dtype="int64"), name="avgint").asnumpy().tolist()
+    rows = mx.nd.array(np.arange(4 * n * 2, dtype=np.float64).reshape(4 * n, 2) * (r + 1))
+    out["reducescatter"] = hvd.reducescatter(rows, op=hvd.Sum, name="rs").asnumpy().tolist()
+    splits = mx.nd.array([r + 1] * n, dtype="int32")
+    payload = mx.nd.array(np.repeat(np.arange(n), r + 1) * 100 + r, dtype="int64")
+    received, received_splits = hvd.alltoall(payload, splits, name="a2a")
+    out["alltoall"] = received.asnumpy().tolist()
+    out["alltoall_splits"] = received_splits.asnumpy().tolist()
+    grouped = hvd.grouped_allreduce([mx.nd.ones((2,)) * (r + 1), mx.nd.ones((3,)) * 10], op=hvd.Sum, name="g")
+    out["grouped"] = [g.asnumpy().tolist() for g in grouped]
+    out["objects"] = hvd.allgather_object({"rank": r, "tag": "x" * r})
+    out["object"] = hvd.broadcast_object({"from": r} if r == n - 1 else None, root_rank=n - 1)
+    # a Gluon layer whose weight shape is known only at the first forward: broadcast then, from rank 0
+    mx.random.seed(7 + r)
+    layer = mx.gluon.nn.Dense(3)
+    layer.initialize()
+    hvd.broadcast_parameters(layer.collect_params(), root_rank=0, prefix="deferred")
+    layer(mx.nd.ones((2, 5)))
+    out["deferred_weight"] = hashlib.sha256(layer.weight.data().asnumpy().tobytes()).hexdigest()
+    try:
+        hvd.allreduce(t, process_set=hvd.ProcessSet([0]))
+        out["process_set"] = "accepted"
+    except NotImplementedError as error:
+        out["process_set"] = str(error)
+    out["capabilities"] = {"gloo": hvd.gloo_built(), "mpi": hvd.mpi_built(), "nccl": hvd.nccl_built(),
+                           "ccl": hvd.ccl_built()}
+    report(**out)
+
+
 if __name__ == "__main__":
     hvd.init()
     {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case,
-     "optimizer": lambda: module_case(optimizer_api=True)}[sys.argv[1]]()
+     "optimizer": lambda: module_case(optimizer_api=True), "horovod_api": horovod_api_case}[sys.argv[1]]()
     hvd.shutdown()

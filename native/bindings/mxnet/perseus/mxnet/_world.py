@@ -80,3 +80,15 @@ def local_size():
 def local_rank():
     # type: () -> int
     return _number("local_rank")
+
+
+def cross_size():
+    # type: () -> int
+    """Nodes in the job (Horovod's cross size: ranks with the same local rank)."""
+    return _number("num_nodes")
+
+
+def cross_rank():
+    # type: () -> int
+    """This rank's node (Horovod's cross rank)."""
+    return _number("node")

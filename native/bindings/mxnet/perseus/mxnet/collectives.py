@@ -1,19 +1,29 @@
-"""Horovod's MXNet collectives on the perseus engine: allreduce(_), broadcast(_), allgather.
+"""Horovod's MXNet collectives on the perseus engine, with Horovod 0.28's signatures: allreduce(_), grouped_allreduce(_),
+allgather, grouped_allgather, broadcast(_), alltoall, reducescatter, grouped_reducescatter.
 
-NDArrays are copied to the host, reduced by the engine (fp32: fp16 on the wire with the gradient scale
-unless PERSEUS_ALLREDUCE_DTYPE says otherwise) and copied back into the NDArray's context. Every rank
-must call the same collectives; unnamed ones are named by their kind and call count, so they must be
+NDArrays are copied to the host and reduced by the engine. These calls are exact, as Horovod's are: float32
+travels as float64 (the sum of fp32 values rounded once), never through the engine's fp16 gradient wire policy,
+which only the gradient path of DistributedTrainer / DistributedOptimizer uses (_gradient_allreduce_). Min, Max
+and Product are an allgather and a local reduction; reducescatter is an allreduce of which each rank keeps its
+rows; alltoall is an allgather of every rank's tensor and splits (size times the bytes of a true alltoall).
+Every rank must call the same collectives; unnamed ones are named by their kind and call count, so they must be
 called in the same order on every rank (as in Horovod).
 """
 import itertools
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _world
+from .process_sets import check_global, global_process_set
+
+# Horovod's reduction operators
+Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
+_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
 
 _FLOATS = ("float16", "float32", "float64")
-_DTYPES = _FLOATS + ("int32", "int64", "uint8")
+_ENGINE_DTYPES = _FLOATS + ("int32", "int64", "uint8")
+_WIDENED = {"float32": "float64", "int8": "int32"}  # exact sums; int8 has no engine dtype
 _counters = {}  # type: Dict[str, Iterator[int]]
 
 
@@ -25,11 +35,27 @@ def _name(kind, name):
     return "%s.noname.%d" % (kind, next(counter))
 
 
-def to_host(tensor):
-    # type: (Any) -> np.ndarray
-    host = np.ascontiguousarray(tensor.asnumpy())
-    if host.dtype.name not in _DTYPES:
-        raise TypeError("perseus.mxnet: dtype %s is not supported (one of %s)" % (host.dtype.name, ", ".join(_DTYPES)))
+def _reduction(op, average):
+    # type: (Optional[int], Optional[bool]) -> int
+    """Horovod's rule: `average` is the deprecated spelling of op (both given is an error); neither means Average."""
+    if op is not None and average is not None:
+        raise ValueError("op and average are mutually exclusive: pass op=hvd.Sum or hvd.Average only")
+    if op is None:
+        return Sum if average is False else Average
+    if op not in _OP_NAMES:
+        raise ValueError("unknown reduction op %r: one of hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product" % (op,))
+    if op == Adasum:
+        raise NotImplementedError("not supported: op=hvd.Adasum in perseus.mxnet (use hvd.Average or hvd.Sum)")
+    return op
+
+
+def to_host(tensor, allowed=_ENGINE_DTYPES + ("int8",)):
+    # type: (Any, Sequence[str]) -> np.ndarray
+    host = tensor.asnumpy()  # a fresh C-contiguous copy; a 0-d NDArray stays 0-d (np.ascontiguousarray would not)
+    if not host.flags.c_contiguous:
+        host = host.copy(order="C")
+    if host.dtype.name not in allowed:
+        raise TypeError("perseus.mxnet: dtype %s is not supported here (one of %s)" % (host.dtype.name, ", ".join(allowed)))
     return host
 
 
@@ -48,72 +74,268 @@ def assign(tensor, host):
     return tensor
 
 
-def allreduce_host(host, average, name):
-    # type: (np.ndarray, bool, str) -> np.ndarray
-    """In place on a host array; integer averages are truncated toward zero (as integer division)."""
-    floating = host.dtype.name in _FLOATS
-    _world.engine().allreduce(name, host, op="average" if average and floating else "sum", dtype=host.dtype.name)
-    if average and not floating:
-        np.copyto(host, np.trunc(host / _world.size()).astype(host.dtype))
-    return host
+def scale(host, factor):
+    # type: (np.ndarray, float) -> np.ndarray
+    """Horovod's pre/post scaling on the host: integers in float64 then cast back, float16 in float32."""
+    if factor == 1.0:
+        return host
+    kind = host.dtype.name
+    if kind in _FLOATS:
+        math = np.float32 if kind == "float16" else host.dtype.type
+        return (host.astype(math) * math(factor)).astype(host.dtype)
+    return (host.astype(np.float64) * factor).astype(host.dtype)
 
 
-def allreduce(tensor, average=True, name=None, priority=0):
-    # type: (Any, bool, Optional[str], int) -> Any
-    """A new NDArray: the average (average=True, Horovod's default) or the sum of `tensor` over all ranks."""
-    return from_host(allreduce_host(to_host(tensor), average, _name("allreduce", name)), tensor)
+def _sum_host(host, name):
+    # type: (np.ndarray, str) -> np.ndarray
+    wide = _WIDENED.get(host.dtype.name)
+    wire = host.astype(wide) if wide else host.copy()
+    # the engine checks that every rank's shape agrees: a 0-d array goes as (1,), every other as it is
+    _world.engine().allreduce(name, wire if wire.ndim else wire.reshape(1), op="sum", dtype=wire.dtype.name)
+    return wire.astype(host.dtype) if wide else wire
 
 
-def allreduce_(tensor, average=True, name=None, priority=0):
-    # type: (Any, bool, Optional[str], int) -> Any
-    """In place: `tensor` becomes the average (or sum) over all ranks; returns it."""
-    return assign(tensor, allreduce_host(to_host(tensor), average, _name("allreduce", name)))
+def _divide(host, count):
+    # type: (np.ndarray, int) -> np.ndarray
+    if host.dtype.name in _FLOATS:
+        math = np.float32 if host.dtype.name == "float16" else host.dtype.type
+        return (host.astype(math) / math(count)).astype(host.dtype)
+    return np.trunc(host / count).astype(host.dtype)  # integers: toward zero
+
+
+def reduce_host(host, op, name, prescale_factor=1.0, postscale_factor=1.0):
+    # type: (np.ndarray, int, str, float, float) -> np.ndarray
+    """A new host array: `op` over all ranks of `host` (Horovod's semantics, exact)."""
+    host = scale(host, prescale_factor)
+    if op in (Sum, Average):
+        out = _sum_host(host, name)
+        if op == Average:
+            out = _divide(out, _world.size())
+    else:
+        rows = allgather_host(host.reshape((1,) + host.shape), name).reshape((-1,) + host.shape)
+        out = {Min: rows.min(axis=0), Max: rows.max(axis=0), Product: rows.prod(axis=0)}[op].astype(host.dtype)
+    return scale(np.asarray(out).reshape(host.shape), postscale_factor)
+
+
+def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
+              process_set=global_process_set, op=None):
+    # type: (Any, Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> Any
+    """A new NDArray: `op` (default Average) of `tensor` over all ranks."""
+    check_global(process_set)
+    reduced = reduce_host(to_host(tensor), _reduction(op, average), _name("allreduce", name), prescale_factor,
+                          postscale_factor)
+    return from_host(reduced, tensor)
+
+
+def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
+               process_set=global_process_set, op=None):
+    # type: (Any, Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> Any
+    """In place: `tensor` becomes `op` (default Average) over all ranks; returns it."""
+    check_global(process_set)
+    reduced = reduce_host(to_host(tensor), _reduction(op, average), _name("allreduce", name), prescale_factor,
+                          postscale_factor)
+    return assign(tensor, reduced)
+
+
+def _group_names(kind, name, count):
+    # type: (str, Optional[str], int) -> List[str]
+    base = _name(kind, name)
+    return ["%s.%d" % (base, i) for i in range(count)]
+
+
+def grouped_allreduce(tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
+                      process_set=global_process_set, op=None):
+    # type: (Sequence[Any], Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> List[Any]
+    check_global(process_set)
+    reduction = _reduction(op, average)
+    return [from_host(reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor), t)
+            for t, n in zip(tensors, _group_names("grouped_allreduce", name, len(tensors)))]
+
+
+def grouped_allreduce_(tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
+                       process_set=global_process_set, op=None):
+    # type: (Sequence[Any], Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> List[Any]
+    check_global(process_set)
+    reduction = _reduction(op, average)
+    return [assign(t, reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor))
+            for t, n in zip(tensors, _group_names("grouped_allreduce", name, len(tensors)))]
 
 
 def broadcast_host(host, root_rank, name):
     # type: (np.ndarray, int, str) -> np.ndarray
     if not 0 <= root_rank < _world.size():
         raise ValueError("root_rank %d is not a rank of this %d-rank job" % (root_rank, _world.size()))
-    _world.engine().broadcast(name, host, root=root_rank, dtype=host.dtype.name)
+    wire = host if host.ndim else host.reshape(1)  # a view: 0-d as (1,)
+    wire = wire.view(np.uint8) if host.dtype.name not in _ENGINE_DTYPES else wire
+    _world.engine().broadcast(name, wire, root=root_rank, dtype=wire.dtype.name)
     return host
 
 
-def broadcast(tensor, root_rank=0, name=None, priority=0):
-    # type: (Any, int, Optional[str], int) -> Any
+def broadcast(tensor, root_rank, name=None, priority=0, process_set=global_process_set):
+    # type: (Any, int, Optional[str], int, Any) -> Any
     """A new NDArray holding root_rank's `tensor`."""
-    return from_host(broadcast_host(to_host(tensor), root_rank, _name("broadcast", name)), tensor)
+    check_global(process_set)
+    return from_host(broadcast_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), root_rank,
+                                    _name("broadcast", name)), tensor)
 
 
-def broadcast_(tensor, root_rank=0, name=None, priority=0):
-    # type: (Any, int, Optional[str], int) -> Any
+def broadcast_(tensor, root_rank, name=None, priority=0, process_set=global_process_set):
+    # type: (Any, int, Optional[str], int, Any) -> Any
     """In place: `tensor` becomes root_rank's; returns it."""
-    return assign(tensor, broadcast_host(to_host(tensor), root_rank, _name("broadcast", name)))
+    check_global(process_set)
+    return assign(tensor, broadcast_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), root_rank,
+                                         _name("broadcast", name)))
 
 
 def allgather_host(host, name):
     # type: (np.ndarray, str) -> np.ndarray
     if host.ndim == 0:
         raise ValueError("allgather needs at least one dimension (it concatenates along the first)")
-    data, _ = _world.engine().allgather(name, host, dtype=host.dtype.name)
+    wire = host.view(np.uint8).reshape(host.shape[:1] + (-1,)) if host.dtype.name not in _ENGINE_DTYPES else host
+    data, _ = _world.engine().allgather(name, wire, dtype=wire.dtype.name)
     return np.frombuffer(bytes(data), dtype=host.dtype).reshape((-1,) + host.shape[1:]).copy()
 
 
-def allgather(tensor, name=None, priority=0):
-    # type: (Any, Optional[str], int) -> Any
+def allgather(tensor, name=None, priority=0, process_set=global_process_set):
+    # type: (Any, Optional[str], int, Any) -> Any
     """The ranks' tensors concatenated along the first dimension (its size may differ by rank)."""
-    return from_host(allgather_host(to_host(tensor), _name("allgather", name)), tensor)
+    check_global(process_set)
+    return from_host(allgather_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), _name("allgather", name)),
+                     tensor)
 
 
-def grouped_allreduce_(tensors, average, names):
+def grouped_allgather(tensors, name=None, priority=0, process_set=global_process_set):
+    # type: (Sequence[Any], Optional[str], int, Any) -> List[Any]
+    check_global(process_set)
+    return [from_host(allgather_host(to_host(t, _ENGINE_DTYPES + ("int8", "bool")), n), t)
+            for t, n in zip(tensors, _group_names("grouped_allgather", name, len(tensors)))]
+
+
+def _agree(kind, name, fields):
+    # type: (str, str, Sequence[int]) -> np.ndarray
+    """Every rank's `fields` (int64), so that a disagreement raises the same error on every rank."""
+    record = np.asarray(list(fields), dtype=np.int64)
+    return allgather_host(record.reshape(1, -1), "%s.agree" % name).reshape(_world.size(), -1)
+
+
+_MAX_DIMS = 8
+_DTYPE_CODES = {name: i for i, name in enumerate(_ENGINE_DTYPES + ("int8", "bool"))}
+
+
+def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_process_set):
+    # type: (Any, Any, Optional[str], int, Any) -> Any
+    """Rank r sends splits[d] rows of `tensor` (in order) to each rank d and receives what every rank sends it,
+    concatenated by source rank. With splits given, returns (received, received_splits); without, the first
+    dimension is cut into equal parts and only the received NDArray is returned (Horovod's forms)."""
+    import mxnet as mx
+
+    check_global(process_set)
+    size = _world.size()
+    name = _name("alltoall", name)
+    host = to_host(tensor, _ENGINE_DTYPES + ("int8", "bool"))
+    if host.ndim == 0:
+        raise ValueError("alltoall needs at least one dimension (it splits along the first)")
+    problem = ""
+    if splits is None:
+        send = [host.shape[0] // size] * size
+        if host.shape[0] % size:
+            problem = ("alltoall without splits needs a first dimension divisible by the %d ranks, this tensor has %d"
+                       % (size, host.shape[0]))
+    else:
+        wanted = np.asarray(splits.asnumpy() if hasattr(splits, "asnumpy") else splits)
+        if wanted.dtype.name != "int32":
+            raise ValueError("alltoall splits must hold int32, not %s" % wanted.dtype.name)
+        send = [int(v) for v in wanted.reshape(-1)]
+        if len(send) != size or any(v < 0 for v in send) or sum(send) != host.shape[0]:
+            problem = ("alltoall splits %s must give %d non-negative row counts adding up to the tensor's first "
+                       "dimension %d" % (send, size, host.shape[0]))
+            send = (send + [0] * size)[:size]
+    # every rank learns every other's refusal and layout: all raise together, none waits for a collective
+    dims = (list(host.shape[1:]) + [-1] * _MAX_DIMS)[:_MAX_DIMS]  # one record length on every rank
+    table = _agree("alltoall", name, [int(bool(problem)), _DTYPE_CODES[host.dtype.name], host.ndim] + dims + send)
+    refused = [r for r in range(size) if table[r, 0]]
+    if refused:
+        raise _mxnet_error(problem or "alltoall '%s': rank(s) %s refused it (see their error)" % (name, refused))
+    if len({tuple(row[1:-size]) for row in table.tolist()}) != 1:
+        raise _mxnet_error("alltoall '%s': the ranks' tensors differ in dtype or in dimensions after the first "
+                           "(rank: [dtype, ndim, dims...]): %s" % (name, {r: row[1:-size] for r, row in
+                                                                         enumerate(table.tolist())}))
+    everything = allgather_host(host, name)
+    rank = _world.rank()
+    pieces, start = [], 0
+    for source in range(size):
+        rows = table[source, -size:]
+        offset = start + int(rows[:rank].sum())
+        pieces.append(everything[offset:offset + int(rows[rank])])
+        start += int(rows.sum())
+    received = from_host(np.ascontiguousarray(np.concatenate(pieces, axis=0)), tensor)
+    if splits is None:
+        return received
+    return received, mx.nd.array(table[:, -size + rank], dtype="int32", ctx=tensor.context)
+
+
+def _mxnet_error(message):
+    # type: (str) -> Exception
+    """The exception type Horovod's MXNet ops raise for a collective they refuse (a RuntimeError)."""
+    from mxnet.base import MXNetError
+    return MXNetError(message)
+
+
+def _scatter_rows(rows, size, rank):
+    # type: (int, int, int) -> Tuple[int, int]
+    """Horovod's split of `rows` among `size` ranks: the first rows % size ranks get one more."""
+    base, extra = divmod(rows, size)
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
+
+
+def reducescatter(tensor, op=Average, name=None, priority=0, process_set=global_process_set, prescale_factor=1.0,
+                  postscale_factor=1.0):
+    # type: (Any, int, Optional[str], int, Any, float, float) -> Any
+    """`op` (Sum or Average) over all ranks, of which this rank gets its part of the first dimension."""
+    check_global(process_set)
+    return _reducescatter_one(tensor, op, _name("reducescatter", name), prescale_factor, postscale_factor)
+
+
+def _reducescatter_one(tensor, op, name, prescale_factor, postscale_factor):
+    # type: (Any, int, str, float, float) -> Any
+    if op not in (Sum, Average):
+        raise ValueError("reducescatter supports op=hvd.Sum or hvd.Average, not %s" % _OP_NAMES.get(op, op))
+    host = to_host(tensor)
+    if host.ndim == 0:
+        raise ValueError("reducescatter needs at least one dimension (it scatters along the first)")
+    reduced = reduce_host(host, op, name, prescale_factor, postscale_factor)
+    start, stop = _scatter_rows(host.shape[0], _world.size(), _world.rank())
+    return from_host(np.ascontiguousarray(reduced[start:stop]), tensor)
+
+
+def grouped_reducescatter(tensors, op=Average, name=None, priority=0, process_set=global_process_set, prescale_factor=1.0,
+                          postscale_factor=1.0):
+    # type: (Sequence[Any], int, Optional[str], int, Any, float, float) -> List[Any]
+    check_global(process_set)
+    return [_reducescatter_one(t, op, n, prescale_factor, postscale_factor)
+            for t, n in zip(tensors, _group_names("grouped_reducescatter", name, len(tensors)))]
+
+
+def gradient_sum_host(host, name):
+    # type: (np.ndarray, str) -> np.ndarray
+    """In place on a host array, under the engine's wire policy (the KVStore's push of gradients)."""
+    _world.engine().allreduce(name, host, op="sum", dtype=host.dtype.name)
+    return host
+
+
+def _gradient_allreduce_(tensors, average, names):
     # type: (Sequence[Any], bool, Sequence[str]) -> None
-    """Allreduces several NDArrays in place. Each is submitted as soon as its own value exists (asnumpy waits
-    for that array only): while MXNet's engine still computes the later ones (a backward pass in flight),
-    the earlier ones are already on the wire; those submitted within one negotiation cycle are fused."""
+    """The gradient path (DistributedTrainer, DistributedOptimizer): in place, under the engine's wire policy
+    (fp32 as fp16 on the wire with the gradient scale unless PERSEUS_ALLREDUCE_DTYPE says otherwise). Each is
+    submitted as soon as its own value exists (asnumpy waits for that array only): while MXNet's engine still
+    computes the later ones (a backward pass in flight), the earlier ones are already on the wire; those
+    submitted within one negotiation cycle are fused."""
     eng = _world.engine()
     hosts = []  # type: List[np.ndarray]
     handles = []
     for tensor, name in zip(tensors, names):
-        host = to_host(tensor)
+        host = to_host(tensor, _ENGINE_DTYPES)
         hosts.append(host)
         floating = host.dtype.name in _FLOATS
         handles.append(eng.allreduce_async(name, host, op="average" if average and floating else "sum",

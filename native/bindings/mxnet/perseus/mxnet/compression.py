@@ -45,3 +45,53 @@ def decompress(src, scale=1.0, world_size=1):
     _check(lib, lib.perseus_mxnet_decompress(host.ctypes.data, FLOAT16_TYPE_FLAG, out.ctypes.data, host.size,
                                              float(scale), int(world_size), ctypes.byref(nonfinite)))
     return mx.nd.array(out, ctx=src.context, dtype=np.float32), int(nonfinite.value)
+
+
+class Compressor(object):
+    """Horovod's compression interface: compress(tensor) -> (tensor, context), decompress(tensor, context)."""
+
+    @staticmethod
+    def compress(tensor):
+        # type: (Any) -> Tuple[Any, Any]
+        raise NotImplementedError
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        # type: (Any, Any) -> Any
+        raise NotImplementedError
+
+
+class NoneCompressor(Compressor):
+    """Tensors as they are."""
+
+    @staticmethod
+    def compress(tensor):
+        # type: (Any) -> Tuple[Any, Any]
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        # type: (Any, Any) -> Any
+        return tensor
+
+
+class FP16Compressor(Compressor):
+    """Floating-point tensors cast to float16 for the wire and back to their dtype; others as they are."""
+
+    @staticmethod
+    def compress(tensor):
+        # type: (Any) -> Tuple[Any, Any]
+        if np.dtype(tensor.dtype).kind == "f" and np.dtype(tensor.dtype) != np.float16:
+            return tensor.astype(np.float16), tensor.dtype
+        return tensor, None
+
+    @staticmethod
+    def decompress(tensor, ctx):
+        # type: (Any, Any) -> Any
+        return tensor.astype(ctx) if ctx is not None else tensor
+
+
+class Compression(object):
+    """Horovod's names: Compression.none, Compression.fp16."""
+    none = NoneCompressor
+    fp16 = FP16Compressor

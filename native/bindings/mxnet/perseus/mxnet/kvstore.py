@@ -144,7 +144,7 @@ class PerseusKVStore(mx.kvstore.KVStoreBase):
     def _reduce(self, key, local, op):
         # type: (Any, np.ndarray, str) -> np.ndarray
         if op == PerseusOp.Sum:
-            return collectives.allreduce_host(local, False, "kv.push.%s" % (key,))
+            return collectives.gradient_sum_host(local, "kv.push.%s" % (key,))
         gathered = collectives.allgather_host(local.reshape((1,) + local.shape), "kv.push.%s.%s" % (op, key))
         return (gathered.max(axis=0) if op == PerseusOp.Max else gathered.min(axis=0)).astype(local.dtype)
 

@@ -1,24 +1,44 @@
 """Horovod's Gluon integration on the perseus engine: DistributedTrainer and broadcast_parameters.
 
 DistributedTrainer is a gluon.Trainer without a KVStore whose gradient reduction submits each dense
-gradient to the engine as soon as MXNet has computed it (last layer first, overlapping the backward pass): gradients are summed over the ranks and
-the optimizer's rescale_grad divides by the number of ranks, so a step averages, as Horovod does.
+gradient to the engine as soon as MXNet has computed it (last layer first, overlapping the backward pass):
+gradients are summed over the ranks and the optimizer's rescale_grad divides by the number of ranks, so a step
+averages, as Horovod does. gradient_predivide_factor f divides before the sum and multiplies by f after it
+(the step's rescale by f / size), as Horovod's; compression= is applied around the engine's own wire policy.
 """
-from typing import Any, Dict, Optional
+import types
+from typing import Any, Dict, List, Optional
 
 import mxnet as mx
 
 from . import _world, collectives
+from .compression import Compression
+from .process_sets import check_global, global_process_set
 
 _trainers = 0
+
+
+def _broadcast_when_initialised(param, root_rank, name):
+    # type: (Any, int, str) -> None
+    """A Gluon parameter whose shape is known only at the first forward: broadcast it right after MXNet
+    initialises it (every rank initialises its layers in the same order, in that forward)."""
+    initialise = param._init_impl
+
+    def initialise_then_broadcast(self, *args, **kwargs):
+        initialise(*args, **kwargs)
+        for device, array in enumerate(self.list_data()):
+            collectives.broadcast_(array, root_rank, name="%s.%d" % (name, device))
+
+    param._init_impl = types.MethodType(initialise_then_broadcast, param)
 
 
 def broadcast_parameters(params, root_rank=0, prefix=None):
     # type: (Any, int, Optional[str]) -> None
     """Sets every rank's parameters to root_rank's: a dict of NDArrays (Module.get_params()) or a Gluon
-    ParameterDict (net.collect_params()), in sorted-name order on every rank."""
+    ParameterDict (net.collect_params()), in sorted-name order on every rank. A parameter whose initialisation
+    is deferred is broadcast when MXNet initialises it."""
     prefix = prefix or "parameters"
-    items = sorted(params.items(), key=lambda kv: kv[0]) if hasattr(params, "items") else list(enumerate(params))
+    items = sorted(params.items(), key=lambda kv: str(kv[0])) if hasattr(params, "items") else list(enumerate(params))
     for name, value in items:
         if isinstance(value, mx.nd.NDArray):
             collectives.broadcast_(value, root_rank, name="%s.%s" % (prefix, name))
@@ -27,9 +47,8 @@ def broadcast_parameters(params, root_rank=0, prefix=None):
             try:
                 arrays = value.list_data()
             except mx.gluon.parameter.DeferredInitializationError:
-                raise RuntimeError(
-                    "not supported yet: broadcast_parameters of parameter %s whose initialisation is deferred; "
-                    "give its layer the input size (e.g. in_units=) or run one forward pass first" % value.name)
+                _broadcast_when_initialised(value, root_rank, "%s.%s" % (prefix, name))
+                continue
             for device, array in enumerate(arrays):
                 collectives.broadcast_(array, root_rank, name="%s.%s.%d" % (prefix, name, device))
             continue
@@ -37,19 +56,50 @@ def broadcast_parameters(params, root_rank=0, prefix=None):
                         % (name, type(value).__name__))
 
 
-class DistributedTrainer(mx.gluon.Trainer):
-    """A gluon.Trainer whose step averages the gradients over all ranks (Horovod's signature).
-    compression: not supported yet (fp16 on the wire is the engine's wire policy, PERSEUS_ALLREDUCE_DTYPE)."""
+def _split(items, groups):
+    # type: (List[Any], int) -> List[List[Any]]
+    """`items` in `groups` consecutive runs of near-equal length (Horovod's num_groups)."""
+    if groups <= 0 or len(items) <= 1:
+        return [items]
+    groups = min(groups, len(items))
+    base, extra = divmod(len(items), groups)
+    out, start = [], 0
+    for g in range(groups):
+        stop = start + base + (1 if g < extra else 0)
+        out.append(items[start:stop])
+        start = stop
+    return out
 
-    def __init__(self, params, optimizer, optimizer_params=None, compression=None, gradient_predivide_factor=1.0,
-                 prefix=None):
-        # type: (Any, Any, Optional[Dict[str, Any]], Any, float, Optional[str]) -> None
+
+def _reduce_gradients(grads, names, compression, predivide, num_groups):
+    # type: (List[Any], List[str], Any, float, int) -> None
+    """Sums `grads` over the ranks in place: divided by `predivide` first, multiplied back after; compressed
+    with `compression` around the engine's wire policy; in `num_groups` groups when given."""
+    if predivide != 1.0:
+        for g in grads:
+            g[:] = g / predivide
+    wires, contexts = [], []
+    for g in grads:
+        wire, context = compression.compress(g)
+        wires.append(wire)
+        contexts.append(context)
+    for group in _split(list(range(len(grads))), num_groups):
+        collectives._gradient_allreduce_([wires[i] for i in group], False, [names[i] for i in group])
+    for g, wire, context in zip(grads, wires, contexts):
+        if wire is not g:
+            collectives.assign(g, compression.decompress(wire, context).asnumpy())
+        if predivide != 1.0:
+            g[:] = g * predivide
+
+
+class DistributedTrainer(mx.gluon.Trainer):
+    """A gluon.Trainer whose step averages the gradients over all ranks (Horovod's signature)."""
+
+    def __init__(self, params, optimizer, optimizer_params=None, compression=Compression.none,
+                 gradient_predivide_factor=1.0, prefix=None, num_groups=0, process_set=global_process_set):
+        # type: (Any, Any, Optional[Dict[str, Any]], Any, float, Optional[str], int, Any) -> None
         global _trainers
-        if compression is not None:
-            raise ValueError("not supported yet: DistributedTrainer(compression=...); the engine compresses to fp16 "
-                             "on the wire by default (PERSEUS_ALLREDUCE_DTYPE=0), PERSEUS_ALLREDUCE_DTYPE=1 for fp32")
-        if gradient_predivide_factor != 1.0:
-            raise ValueError("not supported yet: gradient_predivide_factor=%r (only 1.0)" % gradient_predivide_factor)
+        check_global(process_set)
         super(DistributedTrainer, self).__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         if len(self._contexts) != 1:
             raise ValueError("not supported yet: DistributedTrainer over %d contexts in one process; run one "
@@ -57,6 +107,9 @@ class DistributedTrainer(mx.gluon.Trainer):
         # summed over the ranks, divided here: the step averages
         self._scale /= _world.size()
         self._perseus_name = prefix or "trainer%d" % _trainers
+        self._perseus_compression = compression if compression is not None else Compression.none
+        self._perseus_predivide = float(gradient_predivide_factor)
+        self._perseus_groups = int(num_groups)
         _trainers += 1
 
     def _allreduce_grads(self):
@@ -72,7 +125,8 @@ class DistributedTrainer(mx.gluon.Trainer):
         if grads:
             # last parameters first: loss.backward() returned before MXNet's engine computed the gradients,
             # and it computes the last layers' first, so those are sent while the others are computed
-            collectives.grouped_allreduce_(grads[::-1], average=False, names=names[::-1])
+            _reduce_gradients(grads[::-1], names[::-1], self._perseus_compression, self._perseus_predivide,
+                              self._perseus_groups)
 
 
 class DistributedOptimizer(mx.optimizer.Optimizer):
@@ -81,14 +135,15 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
     averages. Use it with Module.fit(kvstore=None, optimizer=DistributedOptimizer(opt)); attributes it
     does not define are the wrapped optimizer's."""
 
-    def __init__(self, optimizer, gradient_predivide_factor=1.0):
-        # type: (Any, float) -> None
+    def __init__(self, optimizer, gradient_predivide_factor=1.0, num_groups=0, process_set=global_process_set):
+        # type: (Any, float, int, Any) -> None
         # no Optimizer.__init__: the state (learning rate, multipliers, indices) is the wrapped one's
         if not isinstance(optimizer, mx.optimizer.Optimizer):
             raise TypeError("DistributedOptimizer wraps an mx.optimizer.Optimizer, not %s" % type(optimizer).__name__)
-        if gradient_predivide_factor != 1.0:
-            raise ValueError("not supported yet: gradient_predivide_factor=%r (only 1.0)" % gradient_predivide_factor)
+        check_global(process_set)
         self.__dict__["_optimizer"] = optimizer
+        self.__dict__["_perseus_predivide"] = float(gradient_predivide_factor)
+        self.__dict__["_perseus_groups"] = int(num_groups)
         optimizer.rescale_grad /= _world.size()
 
     def __getattr__(self, item):
@@ -109,10 +164,10 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
 
     def _allreduce(self, index, grad):
         # type: (Any, Any) -> None
-        if isinstance(index, (tuple, list)):
-            collectives.grouped_allreduce_(list(grad), False, ["optimizer.grad.%s" % i for i in index])
-        else:
-            collectives.grouped_allreduce_([grad], False, ["optimizer.grad.%s" % index])
+        grads = list(grad) if isinstance(index, (tuple, list)) else [grad]
+        indices = list(index) if isinstance(index, (tuple, list)) else [index]
+        _reduce_gradients(grads, ["optimizer.grad.%s" % i for i in indices], Compression.none,
+                          self.__dict__["_perseus_predivide"], self.__dict__["_perseus_groups"])
 
     def update(self, index, weight, grad, state):
         # type: (Any, Any, Any, Any) -> None

@@ -1,0 +1,36 @@
+"""perseus.mxnet's Horovod 0.28 calls in a 2-rank job, each result against numpy: reduction ops with Horovod's
+scaling rules, reducescatter, alltoall, grouped calls, object collectives, deferred-initialised Gluon parameters.
+Two results were silently wrong before: a float32 hvd.allreduce went through the fp16 gradient wire (Horovod sums
+exactly), and a 0-d NDArray came back with shape (1,)."""
+
+import numpy as np
+
+from test_mxnet_jobs import run_job
+
+
+def test_horovod_calls_give_numpys_results(mxnet_python):
+    reports = run_job(mxnet_python, "horovod_api")
+    size = len(reports)
+    exact = [np.array([1.0001, 3.14159265, 1e-5 + r, 65519.0 + r], dtype=np.float32) for r in range(size)]
+    t = [np.arange(6, dtype=np.float32).reshape(2, 3) + 10 * r for r in range(size)]
+    rows = [np.arange(4 * size * 2, dtype=np.float64).reshape(4 * size, 2) * (r + 1) for r in range(size)]
+    for rank, got in enumerate(reports):
+        want_sum = np.sum(np.stack(exact).astype(np.float64), axis=0).astype(np.float32)
+        assert np.array_equal(np.array(got["sum_fp32"], dtype=np.float32), want_sum), got["sum_fp32"]
+        assert got["scalar_shape"] == [] and got["scalar"] == sum(2.0 + r for r in range(size))
+        assert got["min"] == np.min(t, axis=0).tolist() and got["max"] == np.max(t, axis=0).tolist()
+        assert got["product"] == np.prod(t, axis=0).tolist()
+        # Horovod scales integers per rank in float64 before the sum, then casts back (toward zero)
+        assert got["prescaled_int"] == [size * int(v * 0.5) for v in (3, 7, -5)]
+        assert got["average_int"] == [int(np.trunc(sum(3 + r for r in range(size)) / size)), -7]
+        total = np.sum(rows, axis=0)
+        assert got["reducescatter"] == total[4 * rank:4 * (rank + 1)].tolist()
+        # source s sent this rank s + 1 rows of (this rank * 100 + s)
+        assert got["alltoall"] == [rank * 100 + s for s in range(size) for _ in range(s + 1)]
+        assert got["alltoall_splits"] == [s + 1 for s in range(size)]
+        assert got["grouped"] == [[sum(r + 1 for r in range(size))] * 2, [10.0 * size] * 3]
+        assert got["objects"] == [{"rank": r, "tag": "x" * r} for r in range(size)]
+        assert got["object"] == {"from": size - 1}
+        assert got["process_set"].startswith("not supported yet: process sets"), got["process_set"]
+        assert got["capabilities"] == {"gloo": True, "mpi": False, "nccl": 0, "ccl": False}
+    assert len({r["deferred_weight"] for r in reports}) == 1  # rank 0's initial weight on every rank
