@@ -31,6 +31,28 @@ def test_horovod_calls_give_numpys_results(mxnet_python):
         assert got["grouped"] == [[sum(r + 1 for r in range(size))] * 2, [10.0 * size] * 3]
         assert got["objects"] == [{"rank": r, "tag": "x" * r} for r in range(size)]
         assert got["object"] == {"from": size - 1}
-        assert got["process_set"].startswith("not supported yet: process sets"), got["process_set"]
+        assert "is not registered: call hvd.add_process_set" in got["process_set"], got["process_set"]
         assert got["capabilities"] == {"gloo": True, "mpi": False, "nccl": 0, "ccl": False}
     assert len({r["deferred_weight"] for r in reports}) == 1  # rank 0's initial weight on every rank
+
+
+def test_process_sets_on_four_ranks(mxnet_python):
+    """Sets {0,1}, {2,3}, {0,2}: each collective gives what numpy gives over the set's members; a set's collective
+    completes while a rank of another set sleeps; a rank outside a set is refused by name."""
+    reports = run_job(mxnet_python, "process_sets", np_=4)
+    t = {r: np.arange(4, dtype=np.float64) + 10 * r for r in range(4)}
+    for rank, got in enumerate(reports):
+        members = [0, 1] if rank < 2 else [2, 3]
+        assert (got["set_rank"], got["set_size"]) == (members.index(rank), 2)
+        assert got["sum"] == sum(t[m] for m in members).tolist()
+        assert got["max"] == np.max([t[m] for m in members], axis=0).tolist()
+        assert got["gathered"] == [[m, m] for m in members]
+        assert got["broadcast"] == [members[1]] * 3  # root_rank is a global rank (1 or 3)
+        assert got["reducescatter"] == (np.ones((2, 2)) * sum(m + 1 for m in members)).tolist()
+        assert got["objects"] == members
+        if rank in (0, 2):
+            assert got["even_average"] == [1.0]  # (0 + 2) / 2
+        assert "is not in ProcessSet" in got["outsider"], got["outsider"]
+    # rank 0 slept 5 s before its allreduce on {0,1}: {2,3} did not wait for it
+    assert reports[2]["finished_at"] < reports[0]["finished_at"] - 3.0
+    assert reports[3]["sum_seconds"] < 3.0 and reports[1]["sum_seconds"] > 3.0

@@ -186,15 +186,53 @@ def horovod_api_case():
     try:
         hvd.allreduce(t, process_set=hvd.ProcessSet([0]))
         out["process_set"] = "accepted"
-    except NotImplementedError as error:
+    except ValueError as error:
         out["process_set"] = str(error)
     out["capabilities"] = {"gloo": hvd.gloo_built(), "mpi": hvd.mpi_built(), "nccl": hvd.nccl_built(),
                            "ccl": hvd.ccl_built()}
     report(**out)
 
 
+def process_sets_case():
+    """4 ranks: sets {0,1}, {2,3} and {0,2}; every collective on a set against what its members hold; the set
+    {2,3} finishes its allreduce while rank 0 sleeps before the matching one on {0,1}."""
+    import time
+
+    r = hvd.rank()
+    low, high, even = hvd.add_process_set([0, 1]), hvd.add_process_set([2, 3]), hvd.add_process_set([0, 2])
+    mine = low if r in (0, 1) else high
+    out = {"set_rank": mine.rank(), "set_size": mine.size(), "in_even": even.included()}
+    t = mx.nd.array(np.arange(4, dtype=np.float64) + 10 * r)
+    if r == 0:
+        time.sleep(5.0)
+    started = time.time()
+    out["sum"] = hvd.allreduce(t, op=hvd.Sum, process_set=mine, name="s").asnumpy().tolist()
+    out["sum_seconds"] = time.time() - started
+    out["finished_at"] = time.time()
+    out["max"] = hvd.allreduce(t, op=hvd.Max, process_set=mine, name="m").asnumpy().tolist()
+    out["gathered"] = hvd.allgather(mx.nd.array([[r, r]], dtype="int32"), process_set=mine, name="g").asnumpy().tolist()
+    root = 3 if mine is high else 1
+    out["broadcast"] = hvd.broadcast(mx.nd.array([r] * 3, dtype="int64"), root_rank=root, process_set=mine,
+                                     name="b").asnumpy().tolist()
+    out["reducescatter"] = hvd.reducescatter(mx.nd.array(np.ones((4, 2)) * (r + 1)), op=hvd.Sum, process_set=mine,
+                                             name="rs").asnumpy().tolist()
+    out["objects"] = hvd.allgather_object(r, process_set=mine)
+    if even.included():
+        out["even_average"] = hvd.allreduce(mx.nd.array([float(r)]), process_set=even, name="e").asnumpy().tolist()
+    try:
+        hvd.allreduce(t, process_set=even if not even.included() else high if r in (0, 1) else low, name="x")
+        out["outsider"] = "accepted"
+    except ValueError as error:
+        out["outsider"] = str(error)
+    hvd.remove_process_set(even)
+    hvd.remove_process_set(high)
+    hvd.remove_process_set(low)
+    report(**out)
+
+
 if __name__ == "__main__":
     hvd.init()
     {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case,
-     "optimizer": lambda: module_case(optimizer_api=True), "horovod_api": horovod_api_case}[sys.argv[1]]()
+     "optimizer": lambda: module_case(optimizer_api=True), "horovod_api": horovod_api_case,
+     "process_sets": process_sets_case}[sys.argv[1]]()
     hvd.shutdown()

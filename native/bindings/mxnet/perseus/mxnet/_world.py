@@ -15,10 +15,25 @@ class NotInitializedError(RuntimeError):
     pass
 
 
-def init():
+def init(comm=None, process_sets=None):
+    # type: (Any, Any) -> None
+    """Joins the job (numbers from perseusrun / mpirun / torchrun-style variables, see perseus.launch); a second
+    call is a no-op. process_sets: sets (ProcessSet or rank lists) registered now, or "dynamic" (Horovod's
+    names; sets can be added later either way). comm (an MPI communicator) is not supported."""
+    global _engine_handle, _info
+    if comm is not None:
+        raise NotImplementedError("not supported: hvd.init(comm=...) (an MPI communicator); perseus.mxnet runs every "
+                                  "rank the launcher started: use process sets for subsets")
+    with _lock:
+        already = _engine_handle is not None
+    if not already:
+        _start()
+    from . import process_sets as sets
+    sets.init_sets(process_sets)
+
+
+def _start():
     # type: () -> None
-    """Joins the job (numbers from perseusrun / mpirun / torchrun-style variables, see perseus.launch);
-    a second call is a no-op."""
     global _engine_handle, _info
     with _lock:
         if _engine_handle is not None:
@@ -36,6 +51,8 @@ def shutdown():
     # type: () -> None
     """Leaves the job (every rank must call it); init() may be called again afterwards."""
     global _engine_handle, _info
+    from . import process_sets as sets
+    sets.close_all()
     with _lock:
         handle, _engine_handle, _info = _engine_handle, None, None
     if handle is not None:

@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 from . import _world
-from .process_sets import check_global, global_process_set
+from .process_sets import Group, global_process_set
 
 # Horovod's reduction operators
 Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
@@ -86,12 +86,12 @@ def scale(host, factor):
     return (host.astype(np.float64) * factor).astype(host.dtype)
 
 
-def _sum_host(host, name):
-    # type: (np.ndarray, str) -> np.ndarray
+def _sum_host(host, name, group):
+    # type: (np.ndarray, str, Group) -> np.ndarray
     wide = _WIDENED.get(host.dtype.name)
     wire = host.astype(wide) if wide else host.copy()
     # the engine checks that every rank's shape agrees: a 0-d array goes as (1,), every other as it is
-    _world.engine().allreduce(name, wire if wire.ndim else wire.reshape(1), op="sum", dtype=wire.dtype.name)
+    group.engine.allreduce(name, wire if wire.ndim else wire.reshape(1), op="sum", dtype=wire.dtype.name)
     return wire.astype(host.dtype) if wide else wire
 
 
@@ -103,16 +103,17 @@ def _divide(host, count):
     return np.trunc(host / count).astype(host.dtype)  # integers: toward zero
 
 
-def reduce_host(host, op, name, prescale_factor=1.0, postscale_factor=1.0):
-    # type: (np.ndarray, int, str, float, float) -> np.ndarray
-    """A new host array: `op` over all ranks of `host` (Horovod's semantics, exact)."""
+def reduce_host(host, op, name, prescale_factor=1.0, postscale_factor=1.0, group=None):
+    # type: (np.ndarray, int, str, float, float, Optional[Group]) -> np.ndarray
+    """A new host array: `op` over the group's ranks (default: all) of `host` (Horovod's semantics, exact)."""
+    group = group or Group(None)
     host = scale(host, prescale_factor)
     if op in (Sum, Average):
-        out = _sum_host(host, name)
+        out = _sum_host(host, name, group)
         if op == Average:
-            out = _divide(out, _world.size())
+            out = _divide(out, group.size)
     else:
-        rows = allgather_host(host.reshape((1,) + host.shape), name).reshape((-1,) + host.shape)
+        rows = allgather_host(host.reshape((1,) + host.shape), name, group).reshape((-1,) + host.shape)
         out = {Min: rows.min(axis=0), Max: rows.max(axis=0), Product: rows.prod(axis=0)}[op].astype(host.dtype)
     return scale(np.asarray(out).reshape(host.shape), postscale_factor)
 
@@ -121,9 +122,8 @@ def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, 
               process_set=global_process_set, op=None):
     # type: (Any, Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> Any
     """A new NDArray: `op` (default Average) of `tensor` over all ranks."""
-    check_global(process_set)
     reduced = reduce_host(to_host(tensor), _reduction(op, average), _name("allreduce", name), prescale_factor,
-                          postscale_factor)
+                          postscale_factor, Group(process_set))
     return from_host(reduced, tensor)
 
 
@@ -131,9 +131,8 @@ def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0,
                process_set=global_process_set, op=None):
     # type: (Any, Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> Any
     """In place: `tensor` becomes `op` (default Average) over all ranks; returns it."""
-    check_global(process_set)
     reduced = reduce_host(to_host(tensor), _reduction(op, average), _name("allreduce", name), prescale_factor,
-                          postscale_factor)
+                          postscale_factor, Group(process_set))
     return assign(tensor, reduced)
 
 
@@ -146,76 +145,73 @@ def _group_names(kind, name, count):
 def grouped_allreduce(tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
                       process_set=global_process_set, op=None):
     # type: (Sequence[Any], Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> List[Any]
-    check_global(process_set)
-    reduction = _reduction(op, average)
-    return [from_host(reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor), t)
+    group, reduction = Group(process_set), _reduction(op, average)
+    return [from_host(reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor, group), t)
             for t, n in zip(tensors, _group_names("grouped_allreduce", name, len(tensors)))]
 
 
 def grouped_allreduce_(tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
                        process_set=global_process_set, op=None):
     # type: (Sequence[Any], Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> List[Any]
-    check_global(process_set)
-    reduction = _reduction(op, average)
-    return [assign(t, reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor))
+    group, reduction = Group(process_set), _reduction(op, average)
+    return [assign(t, reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor, group))
             for t, n in zip(tensors, _group_names("grouped_allreduce", name, len(tensors)))]
 
 
-def broadcast_host(host, root_rank, name):
-    # type: (np.ndarray, int, str) -> np.ndarray
-    if not 0 <= root_rank < _world.size():
-        raise ValueError("root_rank %d is not a rank of this %d-rank job" % (root_rank, _world.size()))
+def broadcast_host(host, root_rank, name, group=None):
+    # type: (np.ndarray, int, str, Optional[Group]) -> np.ndarray
+    """In place from `root_rank` (a global rank) over the group's ranks (default: all)."""
+    group = group or Group(None)
+    root = group.root(root_rank)
     wire = host if host.ndim else host.reshape(1)  # a view: 0-d as (1,)
     wire = wire.view(np.uint8) if host.dtype.name not in _ENGINE_DTYPES else wire
-    _world.engine().broadcast(name, wire, root=root_rank, dtype=wire.dtype.name)
+    group.engine.broadcast(name, wire, root=root, dtype=wire.dtype.name)
     return host
 
 
 def broadcast(tensor, root_rank, name=None, priority=0, process_set=global_process_set):
     # type: (Any, int, Optional[str], int, Any) -> Any
     """A new NDArray holding root_rank's `tensor`."""
-    check_global(process_set)
     return from_host(broadcast_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), root_rank,
-                                    _name("broadcast", name)), tensor)
+                                    _name("broadcast", name), Group(process_set)), tensor)
 
 
 def broadcast_(tensor, root_rank, name=None, priority=0, process_set=global_process_set):
     # type: (Any, int, Optional[str], int, Any) -> Any
     """In place: `tensor` becomes root_rank's; returns it."""
-    check_global(process_set)
     return assign(tensor, broadcast_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), root_rank,
-                                         _name("broadcast", name)))
+                                         _name("broadcast", name), Group(process_set)))
 
 
-def allgather_host(host, name):
-    # type: (np.ndarray, str) -> np.ndarray
+def allgather_host(host, name, group=None):
+    # type: (np.ndarray, str, Optional[Group]) -> np.ndarray
+    group = group or Group(None)
     if host.ndim == 0:
         raise ValueError("allgather needs at least one dimension (it concatenates along the first)")
     wire = host.view(np.uint8).reshape(host.shape[:1] + (-1,)) if host.dtype.name not in _ENGINE_DTYPES else host
-    data, _ = _world.engine().allgather(name, wire, dtype=wire.dtype.name)
+    data, _ = group.engine.allgather(name, wire, dtype=wire.dtype.name)
     return np.frombuffer(bytes(data), dtype=host.dtype).reshape((-1,) + host.shape[1:]).copy()
 
 
 def allgather(tensor, name=None, priority=0, process_set=global_process_set):
     # type: (Any, Optional[str], int, Any) -> Any
     """The ranks' tensors concatenated along the first dimension (its size may differ by rank)."""
-    check_global(process_set)
-    return from_host(allgather_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), _name("allgather", name)),
-                     tensor)
+    return from_host(allgather_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), _name("allgather", name),
+                                    Group(process_set)), tensor)
 
 
 def grouped_allgather(tensors, name=None, priority=0, process_set=global_process_set):
     # type: (Sequence[Any], Optional[str], int, Any) -> List[Any]
-    check_global(process_set)
-    return [from_host(allgather_host(to_host(t, _ENGINE_DTYPES + ("int8", "bool")), n), t)
+    group = Group(process_set)
+    return [from_host(allgather_host(to_host(t, _ENGINE_DTYPES + ("int8", "bool")), n, group), t)
             for t, n in zip(tensors, _group_names("grouped_allgather", name, len(tensors)))]
 
 
-def _agree(kind, name, fields):
-    # type: (str, str, Sequence[int]) -> np.ndarray
+def _agree(kind, name, fields, group):
+    # type: (str, str, Sequence[int], Group) -> np.ndarray
     """Every rank's `fields` (int64), so that a disagreement raises the same error on every rank."""
     record = np.asarray(list(fields), dtype=np.int64)
-    return allgather_host(record.reshape(1, -1), "%s.agree" % name).reshape(_world.size(), -1)
+    return allgather_host(record.reshape(1, -1), "%s.agree" % name, group).reshape(group.size, -1)
 
 
 _MAX_DIMS = 8
@@ -229,8 +225,8 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
     dimension is cut into equal parts and only the received NDArray is returned (Horovod's forms)."""
     import mxnet as mx
 
-    check_global(process_set)
-    size = _world.size()
+    group = Group(process_set)
+    size = group.size
     name = _name("alltoall", name)
     host = to_host(tensor, _ENGINE_DTYPES + ("int8", "bool"))
     if host.ndim == 0:
@@ -252,7 +248,8 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
             send = (send + [0] * size)[:size]
     # every rank learns every other's refusal and layout: all raise together, none waits for a collective
     dims = (list(host.shape[1:]) + [-1] * _MAX_DIMS)[:_MAX_DIMS]  # one record length on every rank
-    table = _agree("alltoall", name, [int(bool(problem)), _DTYPE_CODES[host.dtype.name], host.ndim] + dims + send)
+    table = _agree("alltoall", name, [int(bool(problem)), _DTYPE_CODES[host.dtype.name], host.ndim] + dims + send,
+                   group)
     refused = [r for r in range(size) if table[r, 0]]
     if refused:
         raise _mxnet_error(problem or "alltoall '%s': rank(s) %s refused it (see their error)" % (name, refused))
@@ -260,8 +257,8 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
         raise _mxnet_error("alltoall '%s': the ranks' tensors differ in dtype or in dimensions after the first "
                            "(rank: [dtype, ndim, dims...]): %s" % (name, {r: row[1:-size] for r, row in
                                                                          enumerate(table.tolist())}))
-    everything = allgather_host(host, name)
-    rank = _world.rank()
+    everything = allgather_host(host, name, group)
+    rank = group.rank
     pieces, start = [], 0
     for source in range(size):
         rows = table[source, -size:]
@@ -293,27 +290,27 @@ def reducescatter(tensor, op=Average, name=None, priority=0, process_set=global_
                   postscale_factor=1.0):
     # type: (Any, int, Optional[str], int, Any, float, float) -> Any
     """`op` (Sum or Average) over all ranks, of which this rank gets its part of the first dimension."""
-    check_global(process_set)
-    return _reducescatter_one(tensor, op, _name("reducescatter", name), prescale_factor, postscale_factor)
+    return _reducescatter_one(tensor, op, _name("reducescatter", name), prescale_factor, postscale_factor,
+                              Group(process_set))
 
 
-def _reducescatter_one(tensor, op, name, prescale_factor, postscale_factor):
-    # type: (Any, int, str, float, float) -> Any
+def _reducescatter_one(tensor, op, name, prescale_factor, postscale_factor, group):
+    # type: (Any, int, str, float, float, Group) -> Any
     if op not in (Sum, Average):
         raise ValueError("reducescatter supports op=hvd.Sum or hvd.Average, not %s" % _OP_NAMES.get(op, op))
     host = to_host(tensor)
     if host.ndim == 0:
         raise ValueError("reducescatter needs at least one dimension (it scatters along the first)")
-    reduced = reduce_host(host, op, name, prescale_factor, postscale_factor)
-    start, stop = _scatter_rows(host.shape[0], _world.size(), _world.rank())
+    reduced = reduce_host(host, op, name, prescale_factor, postscale_factor, group)
+    start, stop = _scatter_rows(host.shape[0], group.size, group.rank)
     return from_host(np.ascontiguousarray(reduced[start:stop]), tensor)
 
 
 def grouped_reducescatter(tensors, op=Average, name=None, priority=0, process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
     # type: (Sequence[Any], int, Optional[str], int, Any, float, float) -> List[Any]
-    check_global(process_set)
-    return [_reducescatter_one(t, op, n, prescale_factor, postscale_factor)
+    group = Group(process_set)
+    return [_reducescatter_one(t, op, n, prescale_factor, postscale_factor, group)
             for t, n in zip(tensors, _group_names("grouped_reducescatter", name, len(tensors)))]
 
 
@@ -324,14 +321,15 @@ def gradient_sum_host(host, name):
     return host
 
 
-def _gradient_allreduce_(tensors, average, names):
-    # type: (Sequence[Any], bool, Sequence[str]) -> None
+def _gradient_allreduce_(tensors, average, names, group=None):
+    # type: (Sequence[Any], bool, Sequence[str], Optional[Group]) -> None
     """The gradient path (DistributedTrainer, DistributedOptimizer): in place, under the engine's wire policy
     (fp32 as fp16 on the wire with the gradient scale unless PERSEUS_ALLREDUCE_DTYPE says otherwise). Each is
     submitted as soon as its own value exists (asnumpy waits for that array only): while MXNet's engine still
     computes the later ones (a backward pass in flight), the earlier ones are already on the wire; those
     submitted within one negotiation cycle are fused."""
-    eng = _world.engine()
+    group = group or Group(None)
+    eng = group.engine
     hosts = []  # type: List[np.ndarray]
     handles = []
     for tensor, name in zip(tensors, names):
@@ -344,5 +342,5 @@ def _gradient_allreduce_(tensors, average, names):
         handle.wait()
     for tensor, host in zip(tensors, hosts):
         if average and host.dtype.name not in _FLOATS:
-            host = np.trunc(host / _world.size()).astype(host.dtype)
+            host = np.trunc(host / group.size).astype(host.dtype)
         assign(tensor, host)

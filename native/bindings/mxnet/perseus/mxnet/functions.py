@@ -6,30 +6,31 @@ from typing import Any, List, Optional
 import numpy as np
 
 from . import _world, collectives
-from .process_sets import check_global, global_process_set
+from .process_sets import Group, global_process_set
 
 
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     # type: (Any, int, Optional[str], Any) -> Any
     """root_rank's `obj` on every rank (anything pickle can carry)."""
-    check_global(process_set)
+    group = Group(process_set)
     name = collectives._name("broadcast_object", name)
-    payload = np.frombuffer(bytearray(pickle.dumps(obj)), dtype=np.uint8) if _world.rank() == root_rank else np.zeros(0, np.uint8)
+    root = _world.rank() == root_rank
+    payload = np.frombuffer(bytearray(pickle.dumps(obj)), dtype=np.uint8) if root else np.zeros(0, np.uint8)
     length = np.asarray([payload.size], dtype=np.int64)
-    collectives.broadcast_host(length, root_rank, name + ".length")
-    data = np.ascontiguousarray(payload) if _world.rank() == root_rank else np.zeros(int(length[0]), np.uint8)
-    collectives.broadcast_host(data, root_rank, name + ".data")
+    collectives.broadcast_host(length, root_rank, name + ".length", group)
+    data = np.ascontiguousarray(payload) if root else np.zeros(int(length[0]), np.uint8)
+    collectives.broadcast_host(data, root_rank, name + ".data", group)
     return pickle.loads(data.tobytes())
 
 
 def allgather_object(obj, name=None, process_set=global_process_set):
     # type: (Any, Optional[str], Any) -> List[Any]
     """Every rank's `obj`, in rank order."""
-    check_global(process_set)
+    group = Group(process_set)
     name = collectives._name("allgather_object", name)
     payload = np.frombuffer(bytearray(pickle.dumps(obj)), dtype=np.uint8)
-    lengths = collectives.allgather_host(np.asarray([payload.size], dtype=np.int64), name + ".lengths")
-    data = collectives.allgather_host(np.ascontiguousarray(payload), name + ".data")
+    lengths = collectives.allgather_host(np.asarray([payload.size], dtype=np.int64), name + ".lengths", group)
+    data = collectives.allgather_host(np.ascontiguousarray(payload), name + ".data", group)
     out, start = [], 0
     for length in lengths.tolist():
         out.append(pickle.loads(data[start:start + length].tobytes()))

@@ -13,7 +13,7 @@ import mxnet as mx
 
 from . import _world, collectives
 from .compression import Compression
-from .process_sets import check_global, global_process_set
+from .process_sets import Group, global_process_set
 
 _trainers = 0
 
@@ -71,8 +71,8 @@ def _split(items, groups):
     return out
 
 
-def _reduce_gradients(grads, names, compression, predivide, num_groups):
-    # type: (List[Any], List[str], Any, float, int) -> None
+def _reduce_gradients(grads, names, compression, predivide, num_groups, group):
+    # type: (List[Any], List[str], Any, float, int, Group) -> None
     """Sums `grads` over the ranks in place: divided by `predivide` first, multiplied back after; compressed
     with `compression` around the engine's wire policy; in `num_groups` groups when given."""
     if predivide != 1.0:
@@ -83,8 +83,8 @@ def _reduce_gradients(grads, names, compression, predivide, num_groups):
         wire, context = compression.compress(g)
         wires.append(wire)
         contexts.append(context)
-    for group in _split(list(range(len(grads))), num_groups):
-        collectives._gradient_allreduce_([wires[i] for i in group], False, [names[i] for i in group])
+    for part in _split(list(range(len(grads))), num_groups):
+        collectives._gradient_allreduce_([wires[i] for i in part], False, [names[i] for i in part], group)
     for g, wire, context in zip(grads, wires, contexts):
         if wire is not g:
             collectives.assign(g, compression.decompress(wire, context).asnumpy())
@@ -99,13 +99,14 @@ class DistributedTrainer(mx.gluon.Trainer):
                  gradient_predivide_factor=1.0, prefix=None, num_groups=0, process_set=global_process_set):
         # type: (Any, Any, Optional[Dict[str, Any]], Any, float, Optional[str], int, Any) -> None
         global _trainers
-        check_global(process_set)
+        process_set = process_set if process_set is not None else global_process_set
         super(DistributedTrainer, self).__init__(params, optimizer, optimizer_params=optimizer_params, kvstore=None)
         if len(self._contexts) != 1:
             raise ValueError("not supported yet: DistributedTrainer over %d contexts in one process; run one "
                              "process per device (perseusrun -np N)" % len(self._contexts))
-        # summed over the ranks, divided here: the step averages
-        self._scale /= _world.size()
+        # summed over the set's ranks, divided here: the step averages
+        self._scale /= process_set.size()
+        self._perseus_set = process_set  # a rank outside it may build the trainer; its steps stay local
         self._perseus_name = prefix or "trainer%d" % _trainers
         self._perseus_compression = compression if compression is not None else Compression.none
         self._perseus_predivide = float(gradient_predivide_factor)
@@ -113,6 +114,8 @@ class DistributedTrainer(mx.gluon.Trainer):
         _trainers += 1
 
     def _allreduce_grads(self):
+        if self._perseus_set.size() == 1 or not self._perseus_set.included():
+            return  # nothing to reduce over, or not this rank's set (as Horovod's)
         grads, names = [], []
         for i, param in enumerate(self._params):
             if param.grad_req == "null":
@@ -126,7 +129,7 @@ class DistributedTrainer(mx.gluon.Trainer):
             # last parameters first: loss.backward() returned before MXNet's engine computed the gradients,
             # and it computes the last layers' first, so those are sent while the others are computed
             _reduce_gradients(grads[::-1], names[::-1], self._perseus_compression, self._perseus_predivide,
-                              self._perseus_groups)
+                              self._perseus_groups, Group(self._perseus_set))
 
 
 class DistributedOptimizer(mx.optimizer.Optimizer):
@@ -140,11 +143,12 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
         # no Optimizer.__init__: the state (learning rate, multipliers, indices) is the wrapped one's
         if not isinstance(optimizer, mx.optimizer.Optimizer):
             raise TypeError("DistributedOptimizer wraps an mx.optimizer.Optimizer, not %s" % type(optimizer).__name__)
-        check_global(process_set)
+        process_set = process_set if process_set is not None else global_process_set
         self.__dict__["_optimizer"] = optimizer
         self.__dict__["_perseus_predivide"] = float(gradient_predivide_factor)
         self.__dict__["_perseus_groups"] = int(num_groups)
-        optimizer.rescale_grad /= _world.size()
+        self.__dict__["_perseus_set"] = process_set  # a rank outside it may build the optimizer, not update
+        optimizer.rescale_grad /= process_set.size()
 
     def __getattr__(self, item):
         # type: (str) -> Any
@@ -164,10 +168,13 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
 
     def _allreduce(self, index, grad):
         # type: (Any, Any) -> None
+        process_set = self.__dict__["_perseus_set"]
+        if process_set.size() == 1 or not process_set.included():
+            return  # nothing to reduce over, or not this rank's set: a local update (as Horovod's)
         grads = list(grad) if isinstance(index, (tuple, list)) else [grad]
         indices = list(index) if isinstance(index, (tuple, list)) else [index]
         _reduce_gradients(grads, ["optimizer.grad.%s" % i for i in indices], Compression.none,
-                          self.__dict__["_perseus_predivide"], self.__dict__["_perseus_groups"])
+                          self.__dict__["_perseus_predivide"], self.__dict__["_perseus_groups"], Group(process_set))
 
     def update(self, index, weight, grad, state):
         # type: (Any, Any, Any, Any) -> None
