@@ -40,7 +40,8 @@ def local_images(cells, host: BuildHost, keys: tuple[str, ...] = ()) -> list[Doc
         if not images:
             raise UnsupportedCellError(
                 f"no local image for {', '.join(keys)}: local images exist for "
-                + ", ".join(i.cell.key for i in docker_images(cells, host) if i.local)
+                + ", ".join(i.cell.key.split("/", 1)[1] for i in docker_images(cells, host) if i.local)
+                + " (--cell takes the key as `build --plan-only` prints it)"
             )
     return images
 
@@ -123,12 +124,15 @@ def build_local_images(
         context = _context(mirror_root, Path(tmp) / "context")
         with LoopbackServer(serve_root, port) as server:
             for image in images:
-                wheelhouse = framework_wheelhouse(pip.framework_install_args(image.cell.build), image.python, cache_dir / "wheelhouse")
+                if on_line is not None:
+                    on_line(f"Collecting the framework wheels of {image.tags[0]} (pip download, cached)")
+                wheelhouse = framework_wheelhouse(pip.framework_install_args(image.cell.build), image.python,
+                                                  cache_dir / "wheelhouse", on_line)
                 link = serve_root / "wheelhouse"
                 if link.is_symlink():
                     link.unlink()
                 link.symlink_to(wheelhouse)
-                base = ensure_base_image(client, debian_base(image.os_type), image.args["BASE_IMAGE"], cache_dir / "base")
+                base = ensure_base_image(client, debian_base(image.os_type), image.args["BASE_IMAGE"], cache_dir / "base", on_line)
                 args = dict(image.args)
                 args["PIP_FIND_LINKS"] = server.url("wheelhouse/")
                 args["PERSEUS_MIRROR"] = server.url("mirror")
