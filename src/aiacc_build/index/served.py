@@ -36,7 +36,8 @@ def checked_base_url(url: str) -> str:
 def served_files(release: Release, record: BuildRecord, base_url: str | None) -> list[RenderedFile]:
     mirror_url = checked_base_url(base_url) if base_url is not None else None
     support = render_support(release.info, release.cells, record, base_image_labels(release.cells, BuildHost.detect()))
-    return [*support, render_install_script(release.info, release.cells, mirror_url)]
+    paths = {c.key: c.path for c in record.cells}
+    return [*support, render_install_script(release.info, release.cells, mirror_url, paths)]
 
 
 def write_rendered(root: Path, rendered: RenderedFile) -> Path:
@@ -54,7 +55,13 @@ def point_install_script(release: Release, root: Path, base_url: str) -> Path:
     from ..hashing import file_sha256
     from ..naming import CHECKSUMS_FILENAME
 
-    rendered = render_install_script(release.info, release.cells, checked_base_url(base_url))
+    import json
+
+    from ..naming import MANIFEST_FILENAME
+
+    manifest = root / MANIFEST_FILENAME
+    paths = {c["key"]: c["path"] for c in json.loads(manifest.read_text())["cells"]} if manifest.is_file() else None
+    rendered = render_install_script(release.info, release.cells, checked_base_url(base_url), paths)
     sums = root / CHECKSUMS_FILENAME
     if not sums.is_file():
         raise ConfigurationError(f"{root} is not an indexed mirror (no {CHECKSUMS_FILENAME}): run `{hints.index(root.name, root.parent)}` first")
