@@ -14,7 +14,9 @@ from ..wheels.record import BuildRecord
 from ..errors import ConfigurationError
 from ..matrix import Release
 from ..render.docker import base_image_labels
+from ..render.conda import render_conda
 from ..render.install_script import render_install_script
+from ..render.variants import arch_variants
 from ..render.output import RenderedFile
 from ..render.support import BuildHost
 from ..render.support_list import render_support
@@ -37,7 +39,11 @@ def served_files(release: Release, record: BuildRecord, base_url: str | None) ->
     mirror_url = checked_base_url(base_url) if base_url is not None else None
     support = render_support(release.info, release.cells, record, base_image_labels(release.cells, BuildHost.detect()))
     paths = {c.key: c.path for c in record.cells}
-    return [*support, render_install_script(release.info, release.cells, mirror_url, paths)]
+    # the conda files of the built cells name the wheel file the build made (its proven platform tag)
+    built = {c.key for c in record.built}
+    conda = [render_conda(variants, python, paths) for variants in arch_variants(release.cells)
+             if built & {v.key for v in variants} for python in variants[0].env_pythons]
+    return [*support, *conda, render_install_script(release.info, release.cells, mirror_url, paths)]
 
 
 def write_rendered(root: Path, rendered: RenderedFile) -> Path:
