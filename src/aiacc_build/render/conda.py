@@ -8,6 +8,7 @@ cell's exact requirement; the Perseus wheels always come from the mirror through
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from dataclasses import dataclass
@@ -78,7 +79,13 @@ def conda_env(variants: tuple[Cell, ...], python: str, paths: Mapping[str, str] 
             pip_lines.append(cell.build.requirement)
         else:
             pip_lines += [f'{v.build.requirement} ; platform_machine == "{v.arch.value}"' for v in variants]
-    channels += ["conda-forge", "nodefaults"]
+        # what the adapter installs next to the framework (mxnet: numpy<1.24), as pip installs it elsewhere
+        pip_lines += [r for r in adapter_companions(cell) if r not in pip_lines]
+    if from_conda is not None:
+        deps += [r for r in adapter_companions(cell) if r not in deps]
+    # No `nodefaults`: conda >= 26.7 reads it as a channel name and refuses the file before solving
+    # (UnavailableInvalidChannel); the file's header says how to keep Anaconda's defaults out instead.
+    channels += ["conda-forge"]
     pip_lines.append(naming.common_wheel_url(cell.release))
     if len(variants) == 1:
         pip_lines.append(wheel_url(cell))
@@ -94,6 +101,13 @@ def conda_env(variants: tuple[Cell, ...], python: str, paths: Mapping[str, str] 
         dependencies=tuple(deps),
         pip=tuple(pip_lines),
     )
+
+
+def adapter_companions(cell: Cell) -> tuple[str, ...]:
+    """The pins the cell's adapter declares next to its framework (adapters' companion_requirements)."""
+    from ..adapters import companion_requirements
+
+    return companion_requirements(re.split(r"[=<>!~;\[ ]", cell.build.requirement, maxsplit=1)[0])
 
 
 def _pip_option_lines(cell: Cell) -> list[str]:
