@@ -116,7 +116,7 @@ def test_nodefaults_is_refused_as_conda_26_7_refuses_it(table):
     """conda 26.7 (`conda env create` = `conda create`) merges the file's channels with the configured ones and
     reads `nodefaults` as a channel name (conda/models/environment.py): UnavailableInvalidChannel before the solve."""
     (finding,) = findings(env_text(["conda-forge", "nodefaults"], ["python=3.6", "pip"]), table)
-    assert finding.rule == "nodefaults-refused" and "CONDA_CHANNELS=conda-forge" in finding.message
+    assert finding.rule == "nodefaults-refused" and "CONDA_DEFAULT_CHANNELS=conda-forge" in finding.message
     assert findings(env_text(["conda-forge"], ["python=3.6", "pip"]), table) == []
 
 

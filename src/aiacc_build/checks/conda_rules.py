@@ -108,7 +108,8 @@ class EnvChecker:
                 "channels",
                 "the file lists `nodefaults`: conda >= 26.7 (`conda env create` is `conda create` there) reads it as "
                 "a channel name and refuses the file (UnavailableInvalidChannel); drop it and keep defaults out with "
-                "CONDA_CHANNELS=conda-forge, as the file's header says",
+                "CONDA_DEFAULT_CHANNELS=conda-forge, as the file's header says (CONDA_CHANNELS is merged with the "
+                "configured channels and keeps nothing out)",
             )
         if "defaults" in self.env.channels:
             self.fail("defaults-channel", "defaults", "Anaconda's defaults channel is not in the table (other terms of use, "
