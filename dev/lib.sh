@@ -97,6 +97,13 @@ caffe_library() {  # libperseus-caffe (native/bindings/caffe) + its solver-callb
   bash "$REPO_ROOT/recipes/caffe/build.sh" source >/dev/null
 }
 
+caffe_release() {  # the main job's Caffe artifacts: libperseus-caffe (Gloo + engine, not Caffe itself; ~1 CPU-min cold,
+  # seconds when unchanged) packaged with the three patches into dist/<release>/caffe/ for `aiacc-build index`
+  apt_install cmake ninja-build g++ xz-utils patch debian-archive-keyring
+  "$VENV/bin/aiacc-build" caffe library >/dev/null
+  "$VENV/bin/aiacc-build" caffe package --dist "$REPO_ROOT/dist"
+}
+
 caffe_full() {  # opt-in: `aiacc-build caffe build` (its Debian deps by apt_install, then ~8 CPU-min cold, 4 s when cached)
   "$VENV/bin/aiacc-build" caffe build
 }

@@ -8,6 +8,7 @@ stage render "$VENV/bin/aiacc-build" render
 stage check-conda "$VENV/bin/aiacc-build" check conda --dist "$REPO_ROOT/dist"
 stage check-ci "$VENV/bin/aiacc-build" check ci --dist "$REPO_ROOT/dist"
 stage build-wheels "$VENV/bin/aiacc-build" build
+stage caffe-release caffe_release
 stage index-mirror "$VENV/bin/aiacc-build" index
 stage_summary
 printf "\nnext:\n"

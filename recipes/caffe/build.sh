@@ -14,6 +14,7 @@
 # include/perseus/caffe.h; native/bindings/caffe). Unchanged inputs: the cached build, nothing run.
 #
 # Environment: CAFFE_CACHE_DIR (default <repo>/.cache/caffe), CAFFE_JOBS (default 2), CXX,
+# CAFFE_SOURCE_ARCHIVES ("URL SUITE" lines: where the source is fetched from, tried in order),
 # CAFFE_PATCHES ("1 2 3" default: which of patches/bvlc_caffe to apply, in order), CCACHE_DIR
 # (default $CAFFE_CACHE_DIR/ccache).
 set -euo pipefail
@@ -36,23 +37,64 @@ die() { echo "recipes/caffe: $*" >&2; exit 1; }
 report() { echo "$1"; [ -z "${2:-}" ] || echo "$1" >"$2"; }
 check_sha() { [ -f "$1" ] && echo "$2  $1" | sha256sum --check --status; }
 
-fetch_tarball() {  # the signature-checked orig tarball in $CACHE/sources
+# Where bullseye's source is fetched from, in order: "URL SUITE" per line (CAFFE_SOURCE_ARCHIVES overrides).
+# deb.debian.org serves bullseye until it moves to archive.debian.org; snapshot.debian.org keeps every past
+# state of the archive (a pinned timestamp while bullseye still held caffe 1.0.0+git20180821.99bd997-8).
+# Each one is tried through apt (InRelease checked against the keyring, the tarball against the signed
+# Sources index), then by a plain download of the pool path; either way the tarball must have the pinned
+# sha256 below, so a fallback can never hand over other bytes.
+DEFAULT_ARCHIVES="http://deb.debian.org/debian bullseye
+http://archive.debian.org/debian bullseye
+http://snapshot.debian.org/archive/debian/20250101T000000Z bullseye"
+POOL_PATH="pool/main/c/caffe/$ORIG"
+
+fetch_with_apt() {  # fetch_with_apt URL SUITE DEST_DIR N
+  local url="$1" suite="$2" dest="$3" apt_dir="$CACHE/apt/$4"
+  [ -f "$KEYRING" ] || { echo "recipes/caffe: $KEYRING missing (apt-get install debian-archive-keyring)" >&2; return 1; }
+  command -v apt-get >/dev/null || { echo "recipes/caffe: no apt-get" >&2; return 1; }
+  rm -rf "$apt_dir"
+  mkdir -p "$apt_dir/lists/partial" "$apt_dir/parts"
+  # A private sources list: the system's apt configuration is left untouched.
+  echo "deb-src [signed-by=$KEYRING] $url $suite main" >"$apt_dir/sources.list"
+  # archived suites and snapshots carry an expired Valid-Until; the signature is still checked
+  local apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=$apt_dir/parts"
+                  -o "Dir::State::Lists=$apt_dir/lists" -o "Acquire::Check-Valid-Until=false"
+                  -o "Acquire::Retries=1" -o "Acquire::http::Timeout=30")
+  apt-get -qq "${apt_opts[@]}" update >&2 || return 1
+  (cd "$dest" && apt-get -qq "${apt_opts[@]}" source --download-only "caffe=${VERSION}-${DEB_REVISION}" >&2) || true
+  check_sha "$dest/$ORIG" "$ORIG_SHA256"
+}
+
+fetch_pool_file() {  # fetch_pool_file URL DEST_DIR: the tarball's pool path, checked against the pin only
+  local url="$1/$POOL_PATH" dest="$2"
+  command -v curl >/dev/null || { echo "recipes/caffe: no curl for $url" >&2; return 1; }
+  curl -fsSL --retry 1 --connect-timeout 20 -o "$dest/$ORIG.part" "$url" >&2 || { rm -f "$dest/$ORIG.part"; return 1; }
+  if check_sha "$dest/$ORIG.part" "$ORIG_SHA256"; then mv "$dest/$ORIG.part" "$dest/$ORIG"; return 0; fi
+  echo "recipes/caffe: $url does not have the pinned sha256 $ORIG_SHA256: ignored" >&2
+  rm -f "$dest/$ORIG.part"
+  return 1
+}
+
+fetch_tarball() {  # the checked orig tarball in $CACHE/sources; prints which archive gave it (stderr)
   local src_dir="$CACHE/sources"
   mkdir -p "$src_dir"
   check_sha "$src_dir/$ORIG" "$ORIG_SHA256" && return 0
-  command -v apt-get >/dev/null || die "apt-get is needed to fetch Debian's caffe source"
-  [ -f "$KEYRING" ] || die "$KEYRING missing: apt-get install debian-archive-keyring"
-  local apt_dir="$CACHE/apt"
-  mkdir -p "$apt_dir/lists/partial" "$apt_dir/parts"
-  # A private sources list: the system's apt configuration is left untouched.
-  echo "deb-src [signed-by=$KEYRING] http://deb.debian.org/debian bullseye main" >"$apt_dir/sources.list"
-  local apt_opts=(-o "Dir::Etc::sourcelist=$apt_dir/sources.list" -o "Dir::Etc::sourceparts=$apt_dir/parts"
-                  -o "Dir::State::Lists=$apt_dir/lists")
-  echo "recipes/caffe: fetching Debian bullseye's caffe source (apt-get source --download-only)" >&2
-  apt-get -qq "${apt_opts[@]}" update >&2 || die "apt-get update of the bullseye deb-src index failed"
-  # apt checks the downloaded files against the signed Sources index; the sha256 pin below is ours
-  (cd "$src_dir" && apt-get -qq "${apt_opts[@]}" source --download-only "caffe=${VERSION}-${DEB_REVISION}" >&2) || true
-  check_sha "$src_dir/$ORIG" "$ORIG_SHA256" || die "$ORIG missing or its sha256 is not the pinned $ORIG_SHA256"
+  rm -f "$src_dir/$ORIG"  # a wrong or partial file is never used
+  local archives="${CAFFE_SOURCE_ARCHIVES:-$DEFAULT_ARCHIVES}" url suite n=0 tried=()
+  while read -r url suite; do
+    [ -n "$url" ] || continue
+    n=$((n + 1))
+    echo "recipes/caffe: fetching Debian $suite's caffe source from $url (apt-get source --download-only)" >&2
+    if fetch_with_apt "$url" "$suite" "$src_dir" "$n"; then
+      echo "recipes/caffe: $ORIG from $url (apt, signed index; sha256 pinned)" >&2; return 0
+    fi
+    rm -f "$src_dir/$ORIG"
+    if fetch_pool_file "$url" "$src_dir"; then
+      echo "recipes/caffe: $ORIG from $url/$POOL_PATH (sha256 pinned)" >&2; return 0
+    fi
+    tried+=("$url")
+  done <<<"$archives"
+  die "$ORIG with sha256 $ORIG_SHA256 could not be fetched from any of: ${tried[*]:-no archive}. Fix: check the network, or set CAFFE_SOURCE_ARCHIVES to a Debian mirror (\"URL SUITE\" per line) that holds it"
 }
 
 # source: the unpatched tree, every file checked against source.sha256 (and no file more)
@@ -177,7 +219,7 @@ cudnn_layer() {  # cudnn_layer BUILD_DIR (a `build` output: its ../src is the pa
 }
 
 case "${1:-}" in
-  source) shift; report "$(source_tree)" "${1:-}" ;;
+  source) shift; tree="$(source_tree)" || exit 1; report "$tree" "${1:-}" ;;
   build) shift; build "${1:-}" ;;
   cudnn-layer) shift; [ -n "${1:-}" ] || die "usage: build.sh cudnn-layer BUILD_DIR"; cudnn_layer "$1" ;;
   *) die "usage: build.sh source|build [OUT_FILE] | cudnn-layer BUILD_DIR" ;;

@@ -77,18 +77,22 @@ def wheel_version(cell: Cell) -> str:
     return f"{cell.release_version}+{cell.framework_version}"
 
 
-def _wheel_tags(cell: Cell, platform_rule: dict[Framework, str]) -> str:
+def _wheel_tags(cell: Cell, platform_rule: dict[Framework, str], platform: str | None = None) -> str:
     if cell.python is not None:
         py, abi = cpython_tags(cell.python)
     else:
         py, abi = cell.release.wheel_tags.independent_python_tag, "none"
-    platform = platform_rule[cell.framework].format(arch=cell.arch.value)
+    platform = platform or platform_rule[cell.framework].format(arch=cell.arch.value)
     return f"{py}-{abi}-{platform}"
 
 
-def wheel_filename(cell: Cell) -> str:
-    """The published file name, e.g. `perseus_torch-1.5.0+1.7.1-cp36-cp36m-linux_x86_64.whl`."""
-    return f"{wheel_distribution(cell.framework)}-{wheel_version(cell)}-{_wheel_tags(cell, cell.release.wheel_tags.platform)}.whl"
+def wheel_filename(cell: Cell, platform: str | None = None) -> str:
+    """The published file name, e.g. `perseus_torch-1.5.0+1.7.1-cp36-cp36m-linux_x86_64.whl`.
+
+    `platform`: the tag a build proved instead of the release's (a wheel built outside the release's
+    manylinux image carries the glibc its shared objects need, e.g. `manylinux_2_36_x86_64`); the build
+    record keeps the name a build gave, and everything after the build reads it from there."""
+    return f"{wheel_distribution(cell.framework)}-{wheel_version(cell)}-{_wheel_tags(cell, cell.release.wheel_tags.platform, platform)}.whl"
 
 
 def repaired_wheel_filename(cell: Cell) -> str:
@@ -99,9 +103,9 @@ def repaired_wheel_filename(cell: Cell) -> str:
     )
 
 
-def wheel_path(cell: Cell) -> str:
+def wheel_path(cell: Cell, platform: str | None = None) -> str:
     """Folder + file: the key of a wheel everywhere (the same file name exists in cuda101/ and cuda102/)."""
-    return f"{accelerator_folder(cell)}/{wheel_filename(cell)}"
+    return f"{accelerator_folder(cell)}/{wheel_filename(cell, platform)}"
 
 
 def url_path(path: str) -> str:

@@ -29,10 +29,27 @@ class Cell(object):
         return "%s %s, %s, %s, %s" % (self.framework, self.version, accel, python, self.arch)
 
 
+# script path -> the mirror's path of the same wheel under the platform tag its build proved (a wheel built
+# outside the release's manylinux image: manylinux_2_36 instead of manylinux_2_28); set from manifest.json
+MIRROR_PATHS = {}
+
+
+def same_wheel_other_platform(mine, theirs):
+    """True when two wheel paths differ only in the platform tag, for the same arch (the last `_<arch>`)."""
+    if not (mine.endswith(".whl") and theirs.endswith(".whl")):
+        return False
+    mine_head, mine_platform = mine[:-4].rsplit("-", 1)
+    their_head, their_platform = theirs[:-4].rsplit("-", 1)
+    arch = lambda platform: platform.split(".")[0].split("_", 3)[-1] if platform.startswith("manylinux_") else platform.split("_", 1)[-1]
+    return mine_head == their_head and arch(mine_platform) == arch(their_platform)
+
+
 def load_table():
     cells = []
     for line in os.environ["AIACC_CELL_TABLE"].splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
-            cells.append(Cell(line))
+            cell = Cell(line)
+            cell.path = MIRROR_PATHS.get(cell.path, cell.path)
+            cells.append(cell)
     return cells

@@ -2,13 +2,14 @@
 libperseus-caffe archive; the mirror lists them in manifest.json (built or deferred) and SHA256SUMS."""
 
 import platform
+import shutil
 import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 from aiacc_build.hashing import file_sha256
-from aiacc_build.caffe.package import expected, write_artifacts
+from aiacc_build.caffe.package import expected, publish_patches, write_artifacts
 from aiacc_build.index.checksums import published_files
 from aiacc_build.index.mirror import caffe_records
 from aiacc_build.matrix import load_release
@@ -59,4 +60,21 @@ def test_package_without_a_built_library_says_what_to_run(tmp_path):
     proc = subprocess.run([AIACC_BUILD, "caffe", "package", "--release", "9.9.9", "--dist", str(tmp_path)],
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
     assert proc.returncode != 0
-    assert "aiacc-build caffe build --release 9.9.9" in proc.stderr
+    assert "aiacc-build caffe library --release 9.9.9" in proc.stderr
+
+
+def test_the_published_patches_apply_in_order_to_the_verified_tree(caffe_source, tmp_path):
+    """What the mirror serves (index's publish_patches), applied as the manual says to the checked 99bd997 tree."""
+    info = load_release("2.0.0").info
+    published = publish_patches(info, tmp_path / "mirror")
+    assert [p.name for p in published] == list(info.caffe.patches)
+    tree = tmp_path / "caffe"
+    shutil.copytree(str(caffe_source), str(tree))
+    subprocess.run(["git", "-C", str(tree), "init", "-q"], check=True)
+    for patch in published:
+        proc = subprocess.run(["git", "-C", str(tree), "apply", "--whitespace=nowarn", str(patch)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+        assert proc.returncode == 0, "{} does not apply: {}".format(patch.name, proc.stderr)
+    assert (tree / "src" / "caffe" / "perseus.cpp").is_file()
+    assert (tree / "src" / "caffe" / "layers" / "cudnn_batch_norm_layer.cu").is_file()
+    assert "scale_jitter_min" in (tree / "src" / "caffe" / "proto" / "caffe.proto").read_text()

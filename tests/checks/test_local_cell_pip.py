@@ -41,22 +41,24 @@ def served(local_build):  # noqa: F811
 
 
 @pytest.fixture(scope="module")
-def local_env_file(rendered_dist, local_build):  # noqa: F811
+def local_env_file(local_build):  # noqa: F811
+    """The file as the indexed mirror of the build holds it: `index` rewrites the conda files of cells whose
+    wheel the build tagged with the platform it proved (naming.wheel_filename)."""
     (cell,) = [c for c in local_build.release.cells if c.key == LOCAL_KEY]
     assert naming.conda_filename(cell, "3.11") == LOCAL_FILE
-    path = rendered_dist / "2.0.0" / cell.release.conda_dir / LOCAL_FILE
+    path = local_build.root / cell.release.conda_dir / LOCAL_FILE
     env, problems = parse_env_file(str(path), path.read_text())
     assert env is not None, problems
     return env, cell
 
 
-def test_rewriting_touches_only_the_mirror_lines(local_env_file):
+def test_rewriting_touches_only_the_mirror_lines(local_env_file, local_build):  # noqa: F811
     env, cell = local_env_file
     lines, count = rewrite_mirror(env.pip, cell.release.mirror_url, "http://127.0.0.1:1")
     assert count == 2
     assert lines[-2:] == [
         "http://127.0.0.1:1/perseus_common-2.0.0-py3-none-any.whl",
-        "http://127.0.0.1:1/cpu/perseus_torch-2.0.0%2B2.13.0-cp311-cp311-manylinux_2_28_x86_64.whl",
+        "http://127.0.0.1:1/" + naming.url_path(local_build.path(LOCAL_KEY)),
     ]
     assert lines[:-2] == list(env.pip[:-2])  # the framework lines stay as rendered
 

@@ -121,3 +121,34 @@ def test_build_push_pull_run(capsys, tmp_path):
             print("\nimages e2e figures: " + json.dumps(figures))
         registry.stop()
         engine.stop()
+
+
+def test_the_printed_run_line_works_as_printed_with_the_printed_key():
+    """`build --plan-only` prints the key; `images build --cell <that key>` builds and prints `run it: ...`;
+    that line, run verbatim by a shell, exits 0 (the tool's dockerd kept running, a memlock limit this engine
+    accepts); `images stop` then ends the dockerd."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    tool = str(Path(sys.executable).with_name("aiacc-build"))
+    env = dict(os.environ, COLUMNS="400")
+    env.pop("DOCKER_HOST", None)
+    assert shutil.which("docker"), "no docker client: apt-get install docker.io"
+    plan = subprocess.run([tool, "build", "--release", "2.0.0", "--plan-only"], capture_output=True, text=True, env=env)
+    key = next(line.split()[1].rstrip(":") for line in (plan.stdout + plan.stderr).splitlines()
+               if line.split()[:1] == ["build"] and "torch-2.13.0/cpu/py3.11" in line)
+    assert subprocess.run([tool, "render", "--release", "2.0.0"], env=env, stdout=subprocess.DEVNULL).returncode == 0
+    assert subprocess.run([tool, "build", "--release", "2.0.0", "--cells", key], env=env).returncode == 0
+    built = subprocess.run([tool, "images", "build", "--release", "2.0.0", "--cell", key], capture_output=True, text=True,
+                           env=env, timeout=3600)
+    try:
+        assert built.returncode == 0, built.stderr[-3000:]
+        (line,) = [ln.split("run it: ", 1)[1] for ln in built.stderr.splitlines() if "run it: " in ln]
+        run = subprocess.run(["bash", "-c", line], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, f"{line}\n{run.stderr}"
+        print("\nprinted run line (rc 0): " + line)
+    finally:
+        stop = subprocess.run([tool, "images", "stop"], capture_output=True, text=True, env=env)
+    assert "stopped dockerd" in stop.stderr

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
 import urllib.request
 
 import pytest
@@ -10,6 +14,7 @@ import pytest
 from aiacc_build import naming
 from aiacc_build.errors import UnsupportedCellError
 from aiacc_build.images.build import _step_instruction
+from aiacc_build.images.cli import cell_keys
 from aiacc_build.images.local import MissingWheelError, _wheels_of, buildable_images, local_images
 from aiacc_build.images.registry import free_port
 from aiacc_build.hashing import file_sha256
@@ -31,8 +36,33 @@ def test_local_image_of_the_local_cell_has_the_seed_style_tag():
 
 def test_unknown_cell_names_the_cells_that_have_local_images():
     release = load_release("2.0.0")
-    with pytest.raises(UnsupportedCellError, match=LOCAL_CELL.replace("+", r"\+")):
+    with pytest.raises(UnsupportedCellError) as info:
         local_images(release.cells, HOST, ("2.0.0/torch-9.9.9/cpu/py3.11/x86_64",))
+    # named as `build --plan-only` prints keys, which --cell takes
+    assert " torch-2.13.0/cpu/py3.11/x86_64," in str(info.value) and "build --plan-only" in str(info.value)
+
+
+def test_cell_takes_the_key_as_the_plan_prints_it():
+    release = load_release("2.0.0")
+    assert cell_keys("2.0.0", ("torch-2.13.0/cpu/py3.11/x86_64", LOCAL_CELL)) == (LOCAL_CELL, LOCAL_CELL)
+    (image,) = local_images(release.cells, HOST, cell_keys("2.0.0", ("torch-2.13.0/cpu/py3.11/x86_64",)))
+    assert image.cell.key == LOCAL_CELL
+    with pytest.raises(UnsupportedCellError, match="names release 1.5.0, this build is of --release 2.0.0"):
+        cell_keys("2.0.0", ("1.5.0/torch-1.7.1/cuda11.0/py3.6/x86_64",))
+
+
+def test_images_build_with_the_printed_key_gets_past_the_selection(tmp_path):
+    """The CLI with the plan's spelling: it picks the cell and stops only at the missing wheels (no engine started)."""
+    tool = str(Path(sys.executable).with_name("aiacc-build"))
+    plan = subprocess.run([tool, "build", "--release", "2.0.0", "--plan-only", "--dist", str(tmp_path)],
+                          capture_output=True, text=True, env=dict(os.environ, COLUMNS="300"))
+    printed = next(line.split()[1].rstrip(":") for line in (plan.stdout + plan.stderr).splitlines()
+                   if line.split()[:1] == ["build"] and "torch-2.13.0/cpu/py3.11" in line)
+    assert printed == "torch-2.13.0/cpu/py3.11/x86_64"
+    result = subprocess.run([tool, "images", "build", "--release", "2.0.0", "--cell", printed, "--dist", str(tmp_path)],
+                            capture_output=True, text=True, env=dict(os.environ, COLUMNS="300"))
+    assert result.returncode != 0
+    assert "needs wheels that are not built" in result.stderr and "no local image" not in result.stderr
 
 
 def test_missing_wheels_are_named_with_the_fix(tmp_path):

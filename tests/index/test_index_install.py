@@ -11,6 +11,7 @@ import subprocess
 
 import pytest
 import requests
+from local_build import LOCAL_KEY
 from wheels_testkit import LOCAL_TORCH_FILE, check_torch_op
 
 from aiacc_build import naming
@@ -70,7 +71,7 @@ def test_pip_install_from_the_folder_index(local_build, mirror, torch_env):
 
 def test_one_url_install_with_the_root_index_for_perseus_common(local_build, mirror, torch_env):
     cell = _local_cell(local_build)
-    url = naming.wheel_url(cell, mirror.url)
+    url = f"{mirror.url}/{naming.url_path(local_build.path(LOCAL_KEY))}"
     assert "%2B" in url  # the seed's encoding of `+`
     proc = _pip(torch_env, url, "--extra-index-url", naming.simple_index_url(mirror.url, None))
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -79,7 +80,7 @@ def test_one_url_install_with_the_root_index_for_perseus_common(local_build, mir
 
 def test_one_url_alone_cannot_find_perseus_common(local_build, mirror, torch_env):
     """Why the manual's one-URL line needs the mirror's root index: the wheel requires perseus-common."""
-    url = naming.wheel_url(_local_cell(local_build), mirror.url)
+    url = f"{mirror.url}/{naming.url_path(local_build.path(LOCAL_KEY))}"
     proc = _pip(torch_env, "--no-index", url)
     assert proc.returncode != 0
     assert "perseus-common==2.0.0" in proc.stdout + proc.stderr
@@ -88,7 +89,7 @@ def test_one_url_alone_cannot_find_perseus_common(local_build, mirror, torch_env
 def test_every_served_file_matches_sha256sums(local_build, mirror):
     sums = requests.get(f"{mirror.url}/{naming.CHECKSUMS_FILENAME}", timeout=10).text.splitlines()
     paths = [line.split("  ", 1)[1] for line in sums]
-    assert "manifest.json" in paths and naming.wheel_path(_local_cell(local_build)) in paths
+    assert "manifest.json" in paths and local_build.path(LOCAL_KEY) in paths
     for line in sums:
         digest, path = line.split("  ", 1)
         body = requests.get(f"{mirror.url}/{naming.url_path(path)}", timeout=30).content

@@ -59,6 +59,10 @@ def test_sha256sums_checks_with_coreutils(mirror_150):
     lines = (root / "SHA256SUMS").read_text().splitlines()
     assert [line.split("  ")[1] for line in lines] == [
         "SUPPORT.md",
+        # the Caffe patches are source: every mirror publishes them, whatever was built
+        "caffe/patches/bvlc_caffe/1_perseus_distribute_train.patch",
+        "caffe/patches/bvlc_caffe/2_cudnn_batchnorm.patch",
+        "caffe/patches/bvlc_caffe/3_data_augmentation.patch",
         "install_AIACC-Training.sh",
         "manifest.json",
         "perseus_common-1.5.0-py3-none-any.whl",

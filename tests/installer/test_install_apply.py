@@ -139,8 +139,8 @@ def test_unknown_framework_version(release, local_build, bare_env, tmp_path):
     script = write_script(tmp_path, release.info, cells)
     mirror = copy_mirror(local_build.root, tmp_path / "mirror")
     manifest = json.loads((mirror / "manifest.json").read_text())
-    kept = {naming.wheel_path(c) for c in cells}
-    manifest["cells"] = [c for c in manifest["cells"] if c["path"] in kept]
+    kept = {c.key for c in cells}
+    manifest["cells"] = [c for c in manifest["cells"] if c["key"] in kept]
     (mirror / "manifest.json").write_text(json.dumps(manifest))
     before = snapshot(bare_env)
     result = run_script(script, "--mirror", str(mirror), str(bare_env.python))
@@ -204,10 +204,12 @@ def _next_release_mirror(local_build, release, folder: Path, break_import: bool)
     info, cells = reversioned_release(release.info, release.cells, "2.0.1")
     mirror = copy_mirror(local_build.root, folder)
     manifest = json.loads((mirror / "manifest.json").read_text())
-    new_by_old = {naming.wheel_path(old): new for old, new in zip(release.cells, cells)}
+    new_by_old = {old.key: new for old, new in zip(release.cells, cells)}
     edits = {}
     for record in manifest["cells"]:
-        new_path = naming.wheel_path(new_by_old[record["path"]])
+        # a built wheel keeps the platform tag its build proved (naming.wheel_filename's `platform`)
+        platform = record["path"][: -len(".whl")].rsplit("-", 1)[1] if record["status"] == "built" else None
+        new_path = naming.wheel_path(new_by_old[record["key"]], platform)
         if record["status"] == "built":
             edit = None
             if break_import and record["framework"] == "torch":

@@ -32,7 +32,7 @@ def script(release, tmp_path_factory) -> Path:
 
 
 def _wheel_path(local_build, key: str) -> str:
-    return naming.wheel_path(local_build.result(key).plan.cell)
+    return local_build.path(key)  # as the build named it (the platform tag it proved)
 
 
 def _framework_files(snap, package: str) -> dict[str, str]:

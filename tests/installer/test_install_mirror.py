@@ -128,8 +128,9 @@ def test_dry_run_against_a_mirror_without_the_file_exits_11(local_build, script,
 def test_suggestions_name_only_published_cells(local_build, release, torch_env, tmp_path):
     """A script and mirror whose torch 2.13.0 CPU cells are not built: the other torch cells of the
     table (CUDA 13.0, ...) are not suggested, as this mirror publishes none of them."""
-    built = {c["path"] for c in json.loads((local_build.root / "manifest.json").read_text())["cells"] if c["status"] == "built"}
-    cells = [c for c in release.cells if naming.wheel_path(c) not in built]
+    recorded = json.loads((local_build.root / "manifest.json").read_text())["cells"]
+    built = {c["path"] for c in recorded if c["status"] == "built"}
+    cells = [c for c in release.cells if c.key not in {r["key"] for r in recorded if r["status"] == "built"}]
     root = tmp_path / "mirror"
     shutil.copytree(local_build.root, root)
     manifest = json.loads((root / "manifest.json").read_text())

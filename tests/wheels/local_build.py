@@ -50,6 +50,10 @@ class LocalBuild:
             pytest.fail(f"{key} was not built by the default build: {why}")
         return found[0]
 
+    def path(self, key: str) -> str:
+        """The cell's wheel under the mirror root as the build named it (its proven platform tag)."""
+        return self.result(key).path.relative_to(self.root).as_posix()
+
     @property
     def torch_result(self) -> CellResult:
         return self.result(LOCAL_KEY)

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from ..matrix import default_release
 from ..paths import REPO_ROOT
 from . import package, steps
 
@@ -52,12 +53,28 @@ def build_cmd(release: str, patches: str, jobs: int, no_deps: bool, cudnn_layer:
     click.echo(f"{caffe_dir}/tools/caffe")
 
 
+@caffe_group.command("library")
+@click.option("--release", default=None, help="Release libperseus-caffe is built for (default: the newest).")
+@click.option("-j", "--jobs", default=2, show_default=True, help="Parallel compile jobs.")
+def library_cmd(release: str | None, jobs: int) -> None:
+    """Build libperseus-caffe (and Gloo, by its recipe) into .cache/caffe/perseus-caffe-<release>/install, without
+    Caffe itself: what `caffe package` publishes. Unchanged inputs: seconds. Prints the install prefix."""
+    release = release or default_release()
+    results = [steps.gloo()]
+    results.append(steps.library(release, results[-1].output, jobs))
+    for r in results:
+        console.print(f"{r.name:<20} {r.seconds:8.1f} s  {r.output}", soft_wrap=True)
+    click.echo(results[-1].output)
+
+
 @caffe_group.command("package")
-@click.option("--release", default="2.0.0", show_default=True)
+@click.option("--release", default=None, help="Release (default: the newest).")
 @click.option("--dist", "dist_dir", type=click.Path(file_okay=False), default=None,
               help="Output root (default dist/): files go to <dist>/<release>/caffe/.")
-def package_cmd(release: str, dist_dir: str | None) -> None:
-    """The release's Caffe artifacts: the patches and the libperseus-caffe archive of this platform."""
+def package_cmd(release: str | None, dist_dir: str | None) -> None:
+    """The release's Caffe artifacts: the patches and the libperseus-caffe archive of this platform (after
+    `caffe library` or `caffe build`); `aiacc-build index` then lists them in manifest.json and SHA256SUMS."""
+    release = release or default_release()
     prefix = steps.CACHE_DIR / f"perseus-caffe-{release}" / "install"
     out = (Path(dist_dir) if dist_dir else REPO_ROOT / "dist") / release
     for path in package.write_artifacts(release, prefix, out):

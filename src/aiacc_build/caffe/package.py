@@ -4,7 +4,8 @@
     caffe/libperseus-caffe-<release>-<platform>.tar.gz         lib/libperseus-caffe.so, lib/libperseus_mpi_*.so,
                                                                include/perseus/{caffe,engine}.h
 
-`write_artifacts` puts this machine's into dist/<release>/; `expected` lists every one the matrix
+`publish_patches` copies the patches (source: published by every `aiacc-build index`); `write_artifacts`
+puts this machine's archive (and the patches) into dist/<release>/; `expected` lists every one the matrix
 declares (archives of another platform are deferred: built on that platform).
 """
 
@@ -51,6 +52,23 @@ def expected(info: ReleaseInfo, arches: tuple[str, ...]) -> list[Artifact]:
     return out
 
 
+def publish_patches(info: ReleaseInfo, root: Path) -> list[Path]:
+    """The release's declared patches (recipes/caffe/patches/bvlc_caffe), copied unchanged under `root`."""
+    if info.caffe is None:
+        return []
+    written = []
+    for name in info.caffe.patches:
+        source = PATCH_DIR / name
+        if not source.is_file():
+            raise BuildError(f"release {info.version} declares the Caffe patch {name}, and {source} is missing: "
+                             f"restore it from git or fix `caffe.patches` in matrix/releases/{info.version}.yaml")
+        target = root / patch_path(name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, target)
+        written.append(target)
+    return written
+
+
 def _add(tar: tarfile.TarFile, source: Path, name: str) -> None:
     info = tar.gettarinfo(str(source), arcname=name)
     info.uid = info.gid = 0
@@ -65,7 +83,8 @@ def write_artifacts(release: str, library_prefix: Path, out: Path) -> list[Path]
     installed libperseus-caffe at `library_prefix`."""
     lib = library_prefix / "lib" / "libperseus-caffe.so"
     if not lib.is_file():
-        raise BuildError(f"no {lib}: run `aiacc-build caffe build --release {release}` first")
+        raise BuildError(f"no {lib}: run `aiacc-build caffe library --release {release}` "
+                         f"(or the whole Caffe: `aiacc-build caffe build --release {release}`) first")
     written = []
     for patch in sorted(PATCH_DIR.glob("[1-9]_*.patch")):
         target = out / patch_path(patch.name)

@@ -16,6 +16,7 @@ from rattler import MatchSpec, Version, VersionSpec
 from .. import naming
 from ..adapters import all_adapters
 from ..model import Cell
+from ..render.conda import adapter_companions
 from .conda_env import EnvFile
 from ..conda_table import CondaTable, Package, pin
 from .findings import Finding
@@ -101,15 +102,20 @@ class EnvChecker:
             self.specs[name] = Spec(text, name, match.version, channel)
 
     def _channels(self) -> None:
-        if NODEFAULTS not in self.env.channels:
+        if NODEFAULTS in self.env.channels:
             self.fail(
-                "implicit-defaults",
+                "nodefaults-refused",
                 "channels",
-                "the file does not list `nodefaults`, so conda adds Anaconda's defaults channel (not in the table, "
-                "other terms of use): add `nodefaults` last",
+                "the file lists `nodefaults`: conda >= 26.7 (`conda env create` is `conda create` there) reads it as "
+                "a channel name and refuses the file (UnavailableInvalidChannel); drop it and keep defaults out with "
+                "CONDA_DEFAULT_CHANNELS=conda-forge, as the file's header says (CONDA_CHANNELS is merged with the "
+                "configured channels and keeps nothing out)",
             )
+        if "defaults" in self.env.channels:
+            self.fail("defaults-channel", "defaults", "Anaconda's defaults channel is not in the table (other terms of use, "
+                      "a terms-of-service prompt): list conda-forge instead")
         for channel in self.env.channels:
-            if channel != NODEFAULTS and channel not in self.table.channels:
+            if channel not in (NODEFAULTS, "defaults") and channel not in self.table.channels:
                 self.fail("unknown-channel", channel, f"channel {channel!r} is not in the table ({self.table.path}); known: {', '.join(self.table.channels)}")
 
     # --- every package on a listed channel, in the pinned version ----------------------------------
@@ -244,10 +250,20 @@ class EnvChecker:
             present = {line.split(";", 1)[0].strip() for line in self.env.pip}
             for requirement in sorted(wanted - present):
                 self.fail("cell-framework", requirement, f"neither conda nor pip installs the cell's framework build {requirement}")
-        urls = [naming.common_wheel_url(cell.release)] + [naming.wheel_url(v) for v in expected.variants]
+        for companion in adapter_companions(cell):  # every pin the adapter declares reaches the file
+            where = self.env.specs if from_conda else [line.split(";", 1)[0].strip() for line in self.env.pip]
+            if companion not in where:
+                self.fail("adapter-pin", companion, f"the {cell.framework.value} adapter installs {companion} next to "
+                          f"{cell.build.requirement}; the file's {'dependencies' if from_conda else 'pip section'} lack it")
         text = "\n".join(self.env.pip)
-        for url in urls:
-            if url not in text:
+        if naming.common_wheel_url(cell.release) not in text:
+            self.fail("cell-wheel", naming.common_wheel_filename(cell.release),
+                      f"the pip section does not install {naming.common_wheel_url(cell.release)}")
+        for variant in expected.variants:
+            url = naming.wheel_url(variant)
+            # a mirror built outside the release's manylinux image names the platform tag its build proved
+            stem, arch = url.rsplit("-", 1)[0] + "-", f"_{variant.arch.value}.whl"
+            if url not in text and not any(stem in line and line.split(";", 1)[0].strip().endswith(arch) for line in self.env.pip):
                 self.fail("cell-wheel", url.rsplit("/", 1)[-1], f"the pip section does not install {url}")
 
 

@@ -12,10 +12,12 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 import docker
 
 from ..errors import HostServiceError
+from .stream import run_streaming
 
 
 class BaseImageError(HostServiceError):
@@ -51,8 +53,10 @@ class BaseImage:
     made_seconds: float | None  # debootstrap + import time when made now, None when it existed
 
 
-def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str, work_dir: Path) -> BaseImage:
-    """`image` (naming.local_base_image), made with debootstrap when it does not exist yet."""
+def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str, work_dir: Path,
+                      on_line: Callable[[str], None] | None = None) -> BaseImage:
+    """`image` (naming.local_base_image), made with debootstrap when it does not exist yet; `on_line` gets
+    debootstrap's output as it comes (`I: Retrieving ...`, `I: Extracting ...`), then the import's steps."""
     try:
         return BaseImage(image=image, image_id=client.images.get(image).id, made_seconds=None)
     except docker.errors.ImageNotFound:
@@ -65,9 +69,13 @@ def ensure_base_image(client: docker.DockerClient, base: DebianBase, image: str,
         shutil.rmtree(root)
     work_dir.mkdir(parents=True, exist_ok=True)
     cmd = ["debootstrap", "--variant=minbase", f"--include={','.join(base.packages)}", base.suite, str(root), base.mirror]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    if on_line is not None:
+        on_line(f"making base image {image}: debootstrap {base.suite} from {base.mirror}")
+    result = run_streaming(cmd, on_line)
     if result.returncode != 0:
-        raise BaseImageError(f"debootstrap {base.suite} failed (exit {result.returncode}):\n{result.stderr[-2000:]}")
+        raise BaseImageError(f"debootstrap {base.suite} failed (exit {result.returncode}):\n{result.tail[-2000:]}")
+    if on_line is not None:
+        on_line(f"making base image {image}: docker import of {root}")
     try:
         tarball = subprocess.run(["tar", "-C", str(root), "-c", "."], capture_output=True, check=True).stdout
         repository, tag = image.split(":")

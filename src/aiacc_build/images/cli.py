@@ -15,8 +15,9 @@ from ..matrix import load_release
 from ..paths import DIST_DIR, REPO_ROOT
 from ..render.support import BuildHost
 from .build import pull_image, push_image
-from ..render.docker import docker_run_args
-from .engine import DEFAULT_SOCKET, open_engine
+from ..errors import UnsupportedCellError
+from .engine import DEFAULT_SOCKET, open_engine, own_engine_pid, stop_own_engine
+from .run_line import memlock_option, run_line
 from .progress import StepProgress
 from .local import buildable_images, build_local_images, local_images
 from .registry import RegistryServerError, start_registry
@@ -37,7 +38,9 @@ def images_group() -> None:
 
 @images_group.command("build")
 @click.option("--release", required=True, help="Release version, e.g. 2.0.0.")
-@click.option("--cell", "cells", multiple=True, metavar="KEY", help="Only the images of these cell keys (repeatable).")
+@click.option("--cell", "cells", multiple=True, metavar="KEY",
+              help="Only the images of these cells (repeatable): the key as `build --plan-only` prints it "
+              "(torch-2.13.0/cpu/py3.11/x86_64), with or without the release in front.")
 @click.option("--dist", type=click.Path(file_okay=False, path_type=Path), default=DIST_DIR, show_default=True, help="Mirror root parent (dist/<release>).")
 @click.option("--port", type=int, default=DEFAULT_PORT, show_default=True, help="Loopback port that serves the build inputs.")
 @click.option("--push", "registry", metavar="HOST:PORT", help="Also push every built image to this registry.")
@@ -48,6 +51,7 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
     Without --cell: every local image whose wheels lie in dist/<release> and whose base is made here;
     the others are listed as skipped, with why and the fix. With --cell, any missing input is an error."""
     loaded = load_release(release)
+    cells = cell_keys(loaded.info.version, cells)
     images, skipped = buildable_images(local_images(loaded.cells, BuildHost.detect(), cells), dist / loaded.info.version, named=bool(cells))
     if not as_json:
         for tag, why in skipped.items():
@@ -56,7 +60,10 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
     log_path.parent.mkdir(parents=True, exist_ok=True)
     if not as_json:
         console.print(f"building {len(images)} image(s); the full build log: {log_path}")
+    if not as_json:
+        console.print("starting dockerd (or finding it) ...")
     engine = open_engine(STATE_DIR)
+    ok = False
     try:
         with log_path.open("w") as log, console.status("starting") as status:
             results = build_local_images(
@@ -68,8 +75,13 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
                 on_line=StepProgress(", ".join(i.tags[0] for i in images), log, status.update),
             )
         pushed = {r.image.tags[0]: push_image(engine.client, r.image.tags[0], registry) for r in results} if registry else {}
+        dockerd_pid = engine.process.pid if engine.process is not None else own_engine_pid(STATE_DIR)
+        memlock = {r.image.tags[0]: memlock_option(engine.client, r.image.tags[0], dockerd_pid) for r in results}
+        ok = True
     finally:
-        engine.stop()
+        # after a build the tool's own dockerd keeps running, so that the printed `docker run` works as printed
+        engine.release() if ok else engine.stop()
+    kept = own_engine_pid(STATE_DIR) if not os.environ.get("DOCKER_HOST") else None
     rows = [
         {
             "tag": r.image.tags[0],
@@ -82,11 +94,14 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
             "cached_steps": r.result.cached_steps,
             "cache_hit": r.result.cache_hit,
             "pushed": pushed.get(r.image.tags[0]),
+            "run": run_line(next(c for c in loaded.cells if c.key == r.image.cell.key), r.image.tags[0],
+                            memlock[r.image.tags[0]][0]),
+            "run_note": memlock[r.image.tags[0]][1],
         }
         for r in results
     ]
     if as_json:
-        click.echo(json.dumps({"built": rows, "skipped": skipped}, indent=2))
+        click.echo(json.dumps({"built": rows, "skipped": skipped, "dockerd_pid": kept}, indent=2))
         return
     for row in rows:
         base = f" (base made in {row['base_made_seconds']}s)" if row["base_made_seconds"] is not None else ""
@@ -95,8 +110,13 @@ def build_command(release: str, cells: tuple[str, ...], dist: Path, port: int, r
             f"{row['cached_steps']}/{row['steps']} steps cached" + (f", pushed {row['pushed']}" if row["pushed"] else ""),
             soft_wrap=True,
         )
-        console.print(f"  run it: {docker_run_line(row['tag'], row['cell'], loaded.cells)}", soft_wrap=True)
+        console.print(f"  run it: {row['run']}", soft_wrap=True, markup=False, highlight=False)
+        if row["run_note"]:
+            console.print(f"  ({row['run_note']})", soft_wrap=True, markup=False, highlight=False)
     console.print(f"full build log: {log_path}")
+    if kept is not None:
+        console.print(f"dockerd (started by this tool, pid {kept}) keeps running on unix://{DEFAULT_SOCKET} for "
+                      f"`docker run`; stop it: aiacc-build images stop", soft_wrap=True, markup=False, highlight=False)
 
 
 @images_group.command("registry")
@@ -133,11 +153,28 @@ def pull_command(reference: str) -> None:
         engine.stop()
 
 
-def docker_run_line(tag: str, key: str, cells) -> str:
-    """A `docker run` of a built image against this tool's engine (DOCKER_HOST, else its own socket)."""
-    cell = next(c for c in cells if c.key == key)
-    host = os.environ.get("DOCKER_HOST") or f"unix://{DEFAULT_SOCKET}"
-    return f"DOCKER_HOST={host} docker run --rm {docker_run_args(cell)} {tag} python -c 'import perseus'"
+def cell_keys(release: str, keys: tuple[str, ...]) -> tuple[str, ...]:
+    """`--cell` values as full cell keys: the plan's spelling (no release in front) gets the release."""
+    out = []
+    for key in keys:
+        key = key.strip().strip("/")
+        if not key.startswith(f"{release}/"):
+            first = key.split("/", 1)[0]
+            if first[:1].isdigit():  # another release's key
+                raise UnsupportedCellError(f"--cell {key}: the key names release {first}, this build is of --release {release}")
+            key = f"{release}/{key}"
+        out.append(key)
+    return tuple(out)
+
+
+@images_group.command("stop")
+def stop_command() -> None:
+    """Stop the dockerd `images build` started and left running (nothing when none runs)."""
+    pid = stop_own_engine(STATE_DIR)
+    if pid is None:
+        console.print(f"no dockerd of this tool runs (pidfile {STATE_DIR / 'dockerd.pid'})")
+    else:
+        console.print(f"stopped dockerd (pid {pid})")
 
 
 def register(cli: click.Group) -> None:

@@ -34,6 +34,12 @@ class Engine:
     def owned(self) -> bool:
         return self.process is not None
 
+    def release(self) -> None:
+        """Close the client and leave dockerd running (it is in its own session): `docker run` can use it;
+        `stop_own_engine` (aiacc-build images stop) ends it later."""
+        self.client.close()
+        self.process = None
+
     def stop(self) -> None:
         self.client.close()
         if self.process is None:
@@ -105,6 +111,50 @@ def start_engine(state_dir: Path, socket: str = DEFAULT_SOCKET, wait_s: float = 
     process.wait()
     _unmount_under(state_dir)
     raise EngineError(f"dockerd did not answer on {socket} within {wait_s:.0f}s; see {log_path}")
+
+
+def own_engine_pid(state_dir: Path, socket: str = DEFAULT_SOCKET) -> int | None:
+    """The pid of the dockerd this tool started (its pidfile under `state_dir`), when it still runs."""
+    pidfile = state_dir / "dockerd.pid"
+    try:
+        pid = int(pidfile.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    # the pid must still be our dockerd (same binary, same socket), never a process that reused the number
+    if not cmdline or not cmdline[0].endswith(b"dockerd") or f"unix://{socket}".encode() not in cmdline:
+        return None
+    return pid
+
+
+def stop_own_engine(state_dir: Path, socket: str = DEFAULT_SOCKET, wait_s: float = 30) -> int | None:
+    """Stop the dockerd this tool started and left running; its pid, or None when none runs."""
+    pid = own_engine_pid(state_dir, socket)
+    if pid is None:
+        return None
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+        time.sleep(0.2)
+    if Path(f"/proc/{pid}").exists():
+        os.kill(pid, signal.SIGKILL)
+    _unmount_under(state_dir)
+    return pid
+
+
+def memlock_hard_limit(pid: int | None) -> int | None:
+    """The hard RLIMIT_MEMLOCK (bytes) of a process (dockerd: what its containers may raise to); None: unlimited."""
+    import resource
+
+    try:
+        for line in Path(f"/proc/{pid}/limits").read_text().splitlines() if pid else ():
+            if line.startswith("Max locked memory"):
+                hard = line.split()[4]
+                return None if hard == "unlimited" else int(hard)
+    except OSError:
+        pass
+    hard = resource.getrlimit(resource.RLIMIT_MEMLOCK)[1]
+    return None if hard == resource.RLIM_INFINITY else hard
 
 
 def engine_from_env(environ: Mapping[str, str] = os.environ) -> Engine | None:

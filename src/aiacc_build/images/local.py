@@ -40,7 +40,8 @@ def local_images(cells, host: BuildHost, keys: tuple[str, ...] = ()) -> list[Doc
         if not images:
             raise UnsupportedCellError(
                 f"no local image for {', '.join(keys)}: local images exist for "
-                + ", ".join(i.cell.key for i in docker_images(cells, host) if i.local)
+                + ", ".join(i.cell.key.split("/", 1)[1] for i in docker_images(cells, host) if i.local)
+                + " (--cell takes the key as `build --plan-only` prints it)"
             )
     return images
 
@@ -81,8 +82,17 @@ def buildable_images(images: list[DockerImage], mirror_root: Path, named: bool) 
     return ready, skipped
 
 
+def _cell_wheel_path(image: DockerImage, mirror_root: Path) -> str:
+    """The cell's wheel as the build record names it (its proven platform tag), else the release's name."""
+    from ..wheels.record import load_record
+
+    record = load_record(mirror_root.name, mirror_root.parent)
+    built = [c for c in (record.cells if record else []) if c.key == image.cell.key and c.status == "built"]
+    return built[0].path if built else naming.wheel_path(image.cell)
+
+
 def _wheels_of(image: DockerImage, mirror_root: Path) -> list[Path]:
-    paths = [mirror_root / naming.common_wheel_path(image.cell.release), mirror_root / naming.wheel_path(image.cell)]
+    paths = [mirror_root / naming.common_wheel_path(image.cell.release), mirror_root / _cell_wheel_path(image, mirror_root)]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise MissingWheelError(
@@ -123,16 +133,22 @@ def build_local_images(
         context = _context(mirror_root, Path(tmp) / "context")
         with LoopbackServer(serve_root, port) as server:
             for image in images:
-                wheelhouse = framework_wheelhouse(pip.framework_install_args(image.cell.build), image.python, cache_dir / "wheelhouse")
+                if on_line is not None:
+                    on_line(f"Collecting the framework wheels of {image.tags[0]} (pip download, cached)")
+                wheelhouse = framework_wheelhouse(pip.framework_install_args(image.cell.build), image.python,
+                                                  cache_dir / "wheelhouse", on_line)
                 link = serve_root / "wheelhouse"
                 if link.is_symlink():
                     link.unlink()
                 link.symlink_to(wheelhouse)
-                base = ensure_base_image(client, debian_base(image.os_type), image.args["BASE_IMAGE"], cache_dir / "base")
+                base = ensure_base_image(client, debian_base(image.os_type), image.args["BASE_IMAGE"], cache_dir / "base", on_line)
                 args = dict(image.args)
                 args["PIP_FIND_LINKS"] = server.url("wheelhouse/")
                 args["PERSEUS_MIRROR"] = server.url("mirror")
                 args["PERSEUS_WHEEL_SHA256"] = " ".join(file_sha256(w) for w in wheels_of[image.tags[0]])
+                # the recorded names (a wheel built here carries its proven platform tag)
+                args["PERSEUS_WHEELS"] = " ".join(naming.url_path(w.relative_to(mirror_root).as_posix())
+                                                  for w in wheels_of[image.tags[0]])
                 result = build_image(
                     client, context, f"docker/{image.dockerfile}", image.tags[0], args, on_line=on_line, network_mode="host"
                 )

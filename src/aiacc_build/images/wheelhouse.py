@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import threading
 from dataclasses import dataclass
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Callable
 
 from ..errors import BuildError
 from ..hashing import bytes_sha256
+from .stream import run_streaming
 
 # A fixed port by default: the URLs are build arguments, and the same arguments keep the build cache.
 DEFAULT_PORT = 18765
@@ -21,8 +22,10 @@ class WheelhouseError(BuildError):
     """The framework wheelhouse for an image build could not be prepared."""
 
 
-def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_dir: Path) -> Path:
-    """A folder with the exact framework build and its dependencies, downloaded once (cached by arguments)."""
+def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_dir: Path,
+                         on_line: Callable[[str], None] | None = None) -> Path:
+    """A folder with the exact framework build and its dependencies, downloaded once (cached by arguments).
+    `on_line` gets pip's output as it comes (`Collecting ...`, `Progress <bytes> of <bytes>`, `Saved ...`)."""
     key = bytes_sha256(repr((pip_args, python_version)).encode())[:16]
     target = cache_dir / key
     done = target / ".complete"
@@ -30,12 +33,12 @@ def framework_wheelhouse(pip_args: tuple[str, ...], python_version: str, cache_d
         return target
     target.mkdir(parents=True, exist_ok=True)
     cmd = [
-        sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(target),
+        sys.executable, "-m", "pip", "download", "--progress-bar", "raw", "--dest", str(target),
         "--only-binary=:all:", "--python-version", python_version, *pip_args,
     ]
-    result = subprocess.run(cmd, capture_output=True, text=True)
+    result = run_streaming(cmd, on_line)
     if result.returncode != 0:
-        raise WheelhouseError(f"could not download {' '.join(pip_args)} for Python {python_version}:\n{result.stderr[-2000:]}")
+        raise WheelhouseError(f"could not download {' '.join(pip_args)} for Python {python_version}:\n{result.tail[-2000:]}")
     done.write_text(" ".join(pip_args) + "\n")
     return target
 

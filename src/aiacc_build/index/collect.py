@@ -19,6 +19,21 @@ from ..matrix import Release
 NOT_IN_MIRROR = "no wheel of this cell lies in the mirror folder (not built by this run)"
 
 
+def _cell_wheel(root: Path, cell) -> Path | None:
+    """The cell's wheel in the mirror folder: the release's name, else the same name with another platform tag
+    (a wheel built outside the release's manylinux image carries the tag it proved: naming.wheel_filename)."""
+    declared = root / naming.wheel_path(cell)
+    if declared.is_file():
+        return declared
+    stem = declared.name[: -len(naming.wheel_filename(cell).rsplit("-", 1)[1])]  # up to the platform tag
+    arch = f"_{cell.arch.value}.whl"  # the platform tag names the arch: an aarch64 cell never takes an x86_64 wheel
+    found = sorted(w for w in declared.parent.glob(f"{stem}*{arch}") if "-" not in w.name[len(stem):])
+    if len(found) > 1:
+        raise BuildError(f"{declared.parent} holds {len(found)} wheels of cell {cell.key} ({', '.join(w.name for w in found)}): "
+                         f"keep one")
+    return found[0] if found else None
+
+
 def record_from_wheels(release: Release, root: Path) -> BuildRecord:
     info = release.info
     common_path = naming.common_wheel_path(info)
@@ -33,11 +48,12 @@ def record_from_wheels(release: Release, root: Path) -> BuildRecord:
     )
     cells = []
     for cell in release.cells:
-        wheel = root / naming.wheel_path(cell)
-        if wheel.is_file():
+        wheel = _cell_wheel(root, cell)
+        if wheel is not None:
             cells.append(
                 CellRecord.for_cell(
                     cell,
+                    platform=wheel.name[: -len(".whl")].split("-")[-1],
                     status="built",
                     reason="wheel found in the mirror folder",
                     sha256=file_sha256(wheel),

@@ -8,6 +8,8 @@ Layout (every path from the mirror root):
     simple/perseus-common/index.html              root index: perseus-common alone
     manifest.json                                 every cell, built or deferred, with digest and fingerprint
     mxnet/patches/<patch>                         the release's MXNet source patch (aiacc_build.mxnet_patch)
+    caffe/patches/bvlc_caffe/<N>_<name>.patch     the Caffe patches (source: always published)
+    caffe/libperseus-caffe-<release>-<plat>.tar.gz  libperseus-caffe, when `aiacc-build caffe package` made it
     SHA256SUMS                                    every published file (not the index pages)
 
 Why perseus-common is in every folder's index: `pip install --index-url <mirror>/cpu/simple/
@@ -31,7 +33,7 @@ from ..naming import COMMON_DISTRIBUTION, MANIFEST_FILENAME, SIMPLE_INDEX_DIR, w
 from ..paths import DIST_DIR
 from ..render.output import RenderedFile
 from .checksums import published_files, write_checksums
-from ..caffe.package import Artifact, expected
+from ..caffe.package import Artifact, expected, publish_patches
 from ..mxnet_patch import MxnetPatchRecord, publish as publish_mxnet_patch
 from .manifest import CaffeArtifactRecord, Manifest, make_manifest
 from .served import served_files, write_rendered
@@ -89,6 +91,7 @@ def build_index(
     if record.common is None:
         raise BuildError(f"the build of release {release} has no perseus-common wheel: run `{hints.build(release, dist_dir)}` again")
     arches = tuple(sorted({c.arch.value for c in loaded.cells}))
+    publish_patches(loaded.info, root)  # source: every mirror has them, whatever was built
     caffe = caffe_records(root, expected(loaded.info, arches))
     return _publish(record, root, served_files(loaded, record, base_url), caffe, publish_mxnet_patch(loaded.info, root))
 
@@ -101,7 +104,7 @@ def caffe_records(root: Path, artifacts: list[Artifact]) -> list[CaffeArtifactRe
         out.append(CaffeArtifactRecord(
             path=a.path, kind=a.kind, platform=a.platform, status="built" if present else "deferred",
             sha256=file_sha256(root / a.path) if present else None,
-            reason=None if present else f"not built here: run `aiacc-build caffe build` and `aiacc-build caffe package` "
+            reason=None if present else f"not built here: run `aiacc-build caffe library` and `aiacc-build caffe package` "
                                         f"on {a.platform or 'any platform'}"))
     return out
 

@@ -14,7 +14,9 @@ from ..wheels.record import BuildRecord
 from ..errors import ConfigurationError
 from ..matrix import Release
 from ..render.docker import base_image_labels
+from ..render.conda import render_conda
 from ..render.install_script import render_install_script
+from ..render.variants import arch_variants
 from ..render.output import RenderedFile
 from ..render.support import BuildHost
 from ..render.support_list import render_support
@@ -36,7 +38,12 @@ def checked_base_url(url: str) -> str:
 def served_files(release: Release, record: BuildRecord, base_url: str | None) -> list[RenderedFile]:
     mirror_url = checked_base_url(base_url) if base_url is not None else None
     support = render_support(release.info, release.cells, record, base_image_labels(release.cells, BuildHost.detect()))
-    return [*support, render_install_script(release.info, release.cells, mirror_url)]
+    paths = {c.key: c.path for c in record.cells}
+    # the conda files of the built cells name the wheel file the build made (its proven platform tag)
+    built = {c.key for c in record.built}
+    conda = [render_conda(variants, python, paths) for variants in arch_variants(release.cells)
+             if built & {v.key for v in variants} for python in variants[0].env_pythons]
+    return [*support, *conda, render_install_script(release.info, release.cells, mirror_url, paths)]
 
 
 def write_rendered(root: Path, rendered: RenderedFile) -> Path:
@@ -54,7 +61,13 @@ def point_install_script(release: Release, root: Path, base_url: str) -> Path:
     from ..hashing import file_sha256
     from ..naming import CHECKSUMS_FILENAME
 
-    rendered = render_install_script(release.info, release.cells, checked_base_url(base_url))
+    import json
+
+    from ..naming import MANIFEST_FILENAME
+
+    manifest = root / MANIFEST_FILENAME
+    paths = {c["key"]: c["path"] for c in json.loads(manifest.read_text())["cells"]} if manifest.is_file() else None
+    rendered = render_install_script(release.info, release.cells, checked_base_url(base_url), paths)
     sums = root / CHECKSUMS_FILENAME
     if not sums.is_file():
         raise ConfigurationError(f"{root} is not an indexed mirror (no {CHECKSUMS_FILENAME}): run `{hints.index(root.name, root.parent)}` first")

@@ -8,6 +8,9 @@ cell's exact requirement; the Perseus wheels always come from the mirror through
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from dataclasses import dataclass
 
 from packaging.version import Version
@@ -37,9 +40,16 @@ def _modern(cuda: str) -> bool:
     return Version(cuda) >= MODERN_CUDA
 
 
-def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
-    """The environment of one cell, or of its architecture variants (see variants.arch_variants)."""
+def conda_env(variants: tuple[Cell, ...], python: str, paths: Mapping[str, str] | None = None) -> CondaEnv:
+    """The environment of one cell, or of its architecture variants (see variants.arch_variants). `paths`:
+    cell key -> the wheel path a build recorded (its proven platform tag; `index` passes the record's)."""
     cell = variants[0]
+    paths = paths or {}
+
+    def wheel_url(c: Cell) -> str:
+        path = paths.get(c.key)
+        return f"{c.release.mirror_url.rstrip('/')}/{naming.url_path(path)}" if path else naming.wheel_url(c)
+
     channels: list[str] = []
     deps: list[str] = [f"python={python}", "pip"]
     pip_lines: list[str] = []
@@ -69,15 +79,21 @@ def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
             pip_lines.append(cell.build.requirement)
         else:
             pip_lines += [f'{v.build.requirement} ; platform_machine == "{v.arch.value}"' for v in variants]
-    channels += ["conda-forge", "nodefaults"]
+        # what the adapter installs next to the framework (mxnet: numpy<1.24), as pip installs it elsewhere
+        pip_lines += [r for r in adapter_companions(cell) if r not in pip_lines]
+    if from_conda is not None:
+        deps += [r for r in adapter_companions(cell) if r not in deps]
+    # No `nodefaults`: conda >= 26.7 reads it as a channel name and refuses the file before solving
+    # (UnavailableInvalidChannel); the file's header says how to keep Anaconda's defaults out instead.
+    channels += ["conda-forge"]
     pip_lines.append(naming.common_wheel_url(cell.release))
     if len(variants) == 1:
-        pip_lines.append(naming.wheel_url(cell))
+        pip_lines.append(wheel_url(cell))
     else:
         # One file for several architectures: pip picks the wheel of the machine it runs on.
         for variant in variants:
             dist = naming.wheel_distribution(variant.framework)
-            pip_lines.append(f'{dist} @ {naming.wheel_url(variant)} ; platform_machine == "{variant.arch.value}"')
+            pip_lines.append(f'{dist} @ {wheel_url(variant)} ; platform_machine == "{variant.arch.value}"')
     return CondaEnv(
         filename=naming.conda_filename(cell, python),
         name=naming.conda_env_name(cell, python),
@@ -87,14 +103,21 @@ def conda_env(variants: tuple[Cell, ...], python: str) -> CondaEnv:
     )
 
 
+def adapter_companions(cell: Cell) -> tuple[str, ...]:
+    """The pins the cell's adapter declares next to its framework (adapters' companion_requirements)."""
+    from ..adapters import companion_requirements
+
+    return companion_requirements(re.split(r"[=<>!~;\[ ]", cell.build.requirement, maxsplit=1)[0])
+
+
 def _pip_option_lines(cell: Cell) -> list[str]:
     args = pip.index_args(cell.build)
     return [f"{args[i]} {args[i + 1]}" for i in range(0, len(args), 2)]
 
 
-def render_conda(variants: tuple[Cell, ...], python: str) -> RenderedFile:
+def render_conda(variants: tuple[Cell, ...], python: str, paths: Mapping[str, str] | None = None) -> RenderedFile:
     cell = variants[0]
-    env = conda_env(variants, python)
+    env = conda_env(variants, python, paths)
     content = render(
         "conda/environment.yaml.j2", env=env, cell=cell, python=python, arches=[v.arch.value for v in variants]
     )

@@ -8,6 +8,8 @@ The exit codes come from aiacc_installer/exits.py, the one table behind the shel
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import json
 from dataclasses import dataclass
 
@@ -25,15 +27,16 @@ from .templates import render
 SHELL_EXITS = ("usage", "no_python")
 
 
-def table_line(cell: Cell) -> str:
-    """`torch 1.7.1 11.0 3.6 x86_64 cuda110/perseus_torch-...whl`: what the script decides on."""
+def table_line(cell: Cell, path: str | None = None) -> str:
+    """`torch 1.7.1 11.0 3.6 x86_64 cuda110/perseus_torch-...whl`: what the script decides on. `path`: the
+    wheel's path as a build recorded it (its proven platform tag), else the release's name."""
     fields = (
         cell.framework.value,
         cell.framework_version,
         naming.cuda_or_cpu(cell.cuda),
         cell.python or "any",
         cell.arch.value,
-        naming.wheel_path(cell),
+        path or naming.wheel_path(cell),
     )
     if any(not f or any(ch.isspace() for ch in f) for f in fields):
         raise ValueError(f"cell {cell.key}: a table field is empty or has spaces: {fields}")
@@ -67,9 +70,12 @@ def framework_table() -> str:
 
 
 def render_install_script(
-    release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], mirror_url: str | None = None
+    release: ReleaseInfo, cells: tuple[Cell, ...] | list[Cell], mirror_url: str | None = None,
+    paths: Mapping[str, str] | None = None,
 ) -> RenderedFile:
-    """`mirror_url`: the script's default mirror, where this copy is served from (default: the release's)."""
+    """`mirror_url`: the script's default mirror, where this copy is served from (default: the release's);
+    `paths`: cell key -> the wheel path a build recorded (`index` passes the build record's)."""
+    paths = paths or {}
     frameworks = installer_frameworks()
     content = render(
         "scripts/install_AIACC-Training.sh.j2",
@@ -78,7 +84,7 @@ def render_install_script(
         frameworks=frameworks,
         framework_names=[f.name for f in frameworks],
         framework_table=framework_table(),
-        table=[table_line(c) for c in cells],
+        table=[table_line(c, paths.get(c.key)) for c in cells],
         exit_codes=EXIT_CODES,
         shell_exits=SHELL_EXITS,
         common_wheel=naming.common_wheel_path(release),

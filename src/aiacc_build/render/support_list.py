@@ -53,6 +53,9 @@ def cell_standing(cell: Cell, record: BuildRecord | None) -> CellStanding:
 
 def cell_entry(cell: Cell, record: BuildRecord | None, ci_job: str, base_images: dict[str, str]) -> dict:
     standing = cell_standing(cell, record)
+    # a built wheel's path is the record's (its proven platform tag); the others get the release's name
+    built = next((c for c in record.cells if c.key == cell.key and c.status == "built"), None) if record else None
+    wheel = built.path if built else naming.wheel_path(cell)
     return {
         "key": cell.key,
         "framework": cell.framework.value,
@@ -63,8 +66,8 @@ def cell_entry(cell: Cell, record: BuildRecord | None, ci_job: str, base_images:
         "env_pythons": list(cell.env_pythons),
         "framework_requirement": cell.build.requirement,
         "framework_index_url": cell.build.index_url,
-        "wheel": naming.wheel_path(cell),
-        "wheel_url": naming.wheel_url(cell),
+        "wheel": wheel,
+        "wheel_url": f"{cell.release.mirror_url.rstrip('/')}/{naming.url_path(wheel)}",
         "conda_files": [naming.conda_filename(cell, p) for p in cell.env_pythons],
         "docker_images": [
             naming.docker_image_ref(cell, os_type, p, registry=cell.release.docker_registry)

@@ -11,7 +11,6 @@ from rich.console import Console
 from .. import hints
 from ..errors import BuildError
 from ..matrix import default_release, load_release
-from ..naming import wheel_path
 from ..paths import DIST_DIR
 from .cache import DEFAULT_CACHE_DIR, BuildCache
 from .display import plan_json, plan_summary, print_plan, print_plan_summary
@@ -44,7 +43,7 @@ def _report_json(report: BuildReport) -> dict[str, object]:
         "built": [
             {
                 "key": r.plan.cell.key,
-                "path": wheel_path(r.plan.cell),
+                "path": f"{r.path.parent.name}/{r.path.name}",
                 "sha256": r.sha256,
                 "size": r.size,
                 "fingerprint": r.fingerprint,
@@ -76,7 +75,7 @@ def _print_report(report: BuildReport) -> None:
         # a wheel not reused and not compiled is the shared binding build of its framework, re-tagged
         how = "reused" if r.reused else ("re-tagged" if r.core is None else "built")
         say(
-            f"[green]{how}[/] {wheel_path(r.plan.cell)} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
+            f"[green]{how}[/] {r.path.parent.name}/{r.path.name} ({human_size(r.size)}, sha256 {r.sha256[:12]}, "
             f"auditwheel: {r.repaired_platform}) in {r.seconds:.1f}s"
         )
         if r.smoke:

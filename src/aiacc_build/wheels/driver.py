@@ -35,14 +35,15 @@ from ..hashing import file_sha256, tree_digest
 from .plan import BuildPlan, CellPlan, binding_dir
 from .record import load_record, mirror_root, record_of, save_record
 from ..adapters import excluded_libraries
-from .repair import adopt_shared_wheel, check_metadata, repair_and_retag
+from .glibc import broken_promise
+from .repair import RepairError, wheel_platform, adopt_shared_wheel, check_metadata, repair_and_retag
 from .smoke import SmokeResult, combined, smoke_test
 from .toolchain import Toolchain, backend_interpreter, detect_toolchain
 from .wheelinfo import python_api_imports
 from ..errors import AiaccError, BuildError
 
 # Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
-DRIVER_REVISION = 3
+DRIVER_REVISION = 4
 BUILD_TYPE = "Release"
 
 
@@ -251,11 +252,12 @@ class Builder:
             )
         with clock("repair"):
             repaired = repair_and_retag(raw, path / "repaired", wheel_filename(cell), spec.library_path(envs.framework))
-        repaired.wheel.replace(path / wheel_filename(cell))
+        # the release's name, or the same with the platform tag the build proved (repair.honest_platform)
+        repaired.wheel.replace(path / repaired.wheel.name)
         shutil.rmtree(path / "raw")
         shutil.rmtree(path / "repaired")
         meta.update(
-            wheel=wheel_filename(cell),
+            wheel=repaired.wheel.name,
             repaired_platform=repaired.repaired_platform,
             grafted=list(repaired.grafted),
             retagged=repaired.retagged,
@@ -289,17 +291,21 @@ class Builder:
         def make(path: Path, meta: dict[str, object]) -> None:
             if shared_inputs is None:
                 compile_into(path, meta)
-                final = path / wheel_filename(cell)
+                final = path / str(meta["wheel"])
             else:
                 shared = self.cache.ensure("binding", shared_inputs, compile_into)
                 with clock("retag"):
                     final = adopt_shared_wheel(shared.path / str(shared.meta["wheel"]), cell, path)
-                meta.update({k: v for k, v in shared.meta.items() if k != "wheel"}, binding_build=shared.key)
+                meta.update({k: v for k, v in shared.meta.items() if k != "wheel"}, binding_build=shared.key,
+                            wheel=final.name)
             check_metadata(final, cell)
+            broken = broken_promise(final)
+            if broken:  # the tag must never promise a glibc the shared objects break
+                raise RepairError(broken)
             meta["sha256"] = file_sha256(final)
 
         entry = self.cache.ensure("wheel", inputs, make)
-        wheel = entry.path / wheel_filename(cell)
+        wheel = entry.path / str(entry.meta["wheel"])
         recorded = entry.meta.get("framework_facts")
         facts = FrameworkFacts(**recorded) if recorded else plan.facts
         sha = str(entry.meta["sha256"])
@@ -309,8 +315,13 @@ class Builder:
             with clock("test"):
                 runs = [(plan.interpreter, plan.framework), *plan.also_tested]
                 smoke = combined([smoke_test(cell, wheel, sha, common, i, f, self.cache) for i, f in runs])
-        target = root / wheel_path(cell)
+        target = root / wheel_path(cell, wheel_platform(wheel.name))
         self._publish(wheel, target, sha)
+        # one wheel per cell in dist/: the same cell under another platform tag (an earlier build) goes
+        stem = wheel_filename(cell)[: -len(wheel_platform(wheel_filename(cell))) - len(".whl")]
+        for other in target.parent.glob(f"{stem}*_{cell.arch.value}.whl"):
+            if other != target and other.name[len(stem):].count("-") == 0:
+                other.unlink()
         return CellResult(
             plan=plan,
             path=target,

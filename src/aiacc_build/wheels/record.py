@@ -53,7 +53,8 @@ class CellRecord(BaseModel):
     tested: str | None = None  # what the post-build test ran, in a fresh environment
 
     @classmethod
-    def for_cell(cls, cell: Cell, **fields: object) -> CellRecord:
+    def for_cell(cls, cell: Cell, platform: str | None = None, **fields: object) -> CellRecord:
+        """`platform`: the tag the built wheel carries when it is not the release's (naming.wheel_filename)."""
         return cls(
             key=cell.key,
             framework=cell.framework.value,
@@ -62,8 +63,8 @@ class CellRecord(BaseModel):
             python=cell.python,
             arch=cell.arch.value,
             folder=accelerator_folder(cell),
-            file=wheel_filename(cell),
-            path=wheel_path(cell),
+            file=wheel_filename(cell, platform),
+            path=wheel_path(cell, platform),
             framework_build=FrameworkBuildRecord(
                 requirement=cell.build.requirement,
                 index_url=cell.build.index_url,
@@ -138,6 +139,7 @@ def record_of(report: BuildReport, root: Path, previous: BuildRecord | None) -> 
             cells.append(
                 CellRecord.for_cell(
                     p.cell,
+                    platform=r.path.name[: -len(".whl")].split("-")[-1],
                     status="built",
                     reason=p.reason,
                     sha256=r.sha256,

@@ -4,6 +4,11 @@ The framework's own libraries are never vendored: the binding must use the libto
 libnccl of the framework the user installed, not a second copy. auditwheel grafts whatever else the
 binding needs and names the platform it satisfies; when the release publishes another platform tag
 (the seed's torch wheels say `linux_x86_64`), the wheel is re-tagged so the seed's URLs keep working.
+
+A tag is never a promise the binary breaks: when auditwheel proves the shared objects need a newer glibc
+than the release's tag promises (a build on this machine: glibc 2.36, against manylinux_2_28), the wheel
+keeps the tag auditwheel proved (`manylinux_2_36_x86_64`), and the build record says why. Builds in the
+release's manylinux image (CI) prove the release's tag and keep it.
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ class RepairResult:
     repaired_platform: str  # the platform tag auditwheel chose
     retagged: bool
     grafted: tuple[str, ...]  # libraries auditwheel vendored into <package>.libs/
-    note: str | None  # set when the published tag promises an older glibc than this build needs
+    note: str | None  # set when the release's tag promises an older glibc than this build needs (then not used)
 
 
 _LEGACY_MANYLINUX = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
@@ -61,10 +66,16 @@ def retag_note(repaired: str, published: str) -> str | None:
     if need is None or promise is None or need <= promise:
         return None
     return (
-        f"built with this machine's toolchain, the binary needs glibc {need[0]}.{need[1]} ({repaired}) while "
-        f"the published tag {published} promises glibc {promise[0]}.{promise[1]}: publish the build from "
-        f"the release's manylinux builder image (CI), not this one"
+        f"tagged {repaired}, not the release's {published}: built with this machine's toolchain, its shared "
+        f"objects need glibc {need[0]}.{need[1]} (their GLIBC_ symbol versions, as auditwheel proved) and "
+        f"{published} promises glibc {promise[0]}.{promise[1]}; the {published} wheel of this cell is built "
+        f"in the release's manylinux builder image (CI)"
     )
+
+
+def honest_platform(repaired: str, published: str) -> str:
+    """The platform tag a wheel is published with: the release's, unless the build needs a newer glibc."""
+    return published if retag_note(repaired, published) is None else repaired
 
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> str:
@@ -128,11 +139,14 @@ def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_pa
         raise RepairError(f"{repaired.name} vendors framework libraries {vendored}: the exclusion policy failed")
     repaired_platform = ".".join(sorted(_platforms(repaired.name)))
     (wanted,) = parse_wheel_filename(published_name)[3]
+    platform = honest_platform(repaired_platform, wanted.platform)
+    target = {Tag(wanted.interpreter, wanted.abi, p) for p in platform.split(".")}
     final, retagged = repaired, False
-    if parse_wheel_filename(repaired.name)[3] != {wanted}:
-        final, retagged = retag(repaired, wanted), True
-    if final.name != published_name:
-        raise RepairError(f"repaired wheel is named {final.name}, the release publishes {published_name}")
+    if parse_wheel_filename(repaired.name)[3] != target:
+        final, retagged = retag(repaired, Tag(wanted.interpreter, wanted.abi, platform)), True
+    name, version = parse_wheel_filename(published_name)[:2]
+    if parse_wheel_filename(final.name)[:2] != (name, version) or parse_wheel_filename(final.name)[3] != target:
+        raise RepairError(f"repaired wheel is named {final.name}, the release publishes {published_name} (platform {platform})")
     return RepairResult(
         wheel=final,
         repaired_platform=repaired_platform,
@@ -142,9 +156,14 @@ def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_pa
     )
 
 
+def wheel_platform(wheel_name: str) -> str:
+    """The platform tag(s) of a wheel file name, dotted as in the name."""
+    return wheel_name[:-len(".whl")].split("-")[-1]
+
+
 def adopt_shared_wheel(source: Path, cell: Cell, path: Path) -> Path:
-    """The shared binding wheel `source`, re-tagged for this cell's Python, in `path`."""
-    target = path / wheel_filename(cell)
+    """The shared binding wheel `source`, re-tagged for this cell's Python (its platform kept), in `path`."""
+    target = path / wheel_filename(cell, wheel_platform(source.name))
     if source.name == target.name:
         shutil.copyfile(source, target)
         return target
@@ -152,9 +171,9 @@ def adopt_shared_wheel(source: Path, cell: Cell, path: Path) -> Path:
     scratch.mkdir()
     copy = scratch / source.name
     shutil.copyfile(source, copy)
-    (wanted,) = parse_wheel_filename(target.name)[3]
-    retagged = retag(copy, wanted)
-    if retagged.name != target.name:
+    first = sorted(parse_wheel_filename(target.name)[3], key=str)[0]
+    retagged = retag(copy, Tag(first.interpreter, first.abi, wheel_platform(source.name)))
+    if parse_wheel_filename(retagged.name)[3] != parse_wheel_filename(target.name)[3]:
         raise RepairError(f"re-tagging {source.name} for {cell.key} gave {retagged.name}, not {target.name}")
     retagged.replace(target)
     shutil.rmtree(scratch)

@@ -18,7 +18,8 @@ from ..naming import wheel_filename
 from .cache import DEFAULT_CACHE_DIR, BuildCache
 from .common import build_common
 from ..hashing import file_sha256
-from .repair import repair_and_retag
+from .glibc import broken_promise
+from .repair import RepairError, repair_and_retag
 from .smoke import SELFTEST_TIMEOUT_S, SmokeTestError
 from .steps import cell_for_wheel, selftest_args, site_packages_of
 
@@ -67,7 +68,8 @@ def common_cmd(release: str, out_dir: Path, cache_dir: Path, as_json: bool) -> N
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def repair_cmd(wheel: Path, release: str, cuda: str, dest_dir: Path, framework_python: str | None, as_json: bool) -> None:
-    """auditwheel repair WHEEL with the framework exclusion list, then re-tag it to the release's published name."""
+    """auditwheel repair WHEEL with the framework exclusion list, then re-tag it to the release's published name
+    (or keep the tag auditwheel proved, when the binary needs a newer glibc than the release's tag promises)."""
     rel = load_release(release)
     cell = cell_for_wheel(rel.cells, wheel.name, cuda)
     library_path: list[Path] = []
@@ -75,6 +77,9 @@ def repair_cmd(wheel: Path, release: str, cuda: str, dest_dir: Path, framework_p
         library_path = list(adapter_for(cell.framework).library_dirs(site_packages_of(framework_python)))
     with tempfile.TemporaryDirectory(prefix="aiacc-repair-") as scratch:
         result = repair_and_retag(wheel, Path(scratch), wheel_filename(cell), library_path)
+        broken = broken_promise(result.wheel)
+        if broken:  # the tag must never promise a glibc the shared objects break
+            raise RepairError(broken)
         dest_dir.mkdir(parents=True, exist_ok=True)
         target = dest_dir / result.wheel.name
         shutil.move(str(result.wheel), target)

@@ -270,12 +270,29 @@ class Cell(object):
         return "%s %s, %s, %s, %s" % (self.framework, self.version, accel, python, self.arch)
 
 
+# script path -> the mirror's path of the same wheel under the platform tag its build proved (a wheel built
+# outside the release's manylinux image: manylinux_2_36 instead of manylinux_2_28); set from manifest.json
+MIRROR_PATHS = {}
+
+
+def same_wheel_other_platform(mine, theirs):
+    """True when two wheel paths differ only in the platform tag, for the same arch (the last `_<arch>`)."""
+    if not (mine.endswith(".whl") and theirs.endswith(".whl")):
+        return False
+    mine_head, mine_platform = mine[:-4].rsplit("-", 1)
+    their_head, their_platform = theirs[:-4].rsplit("-", 1)
+    arch = lambda platform: platform.split(".")[0].split("_", 3)[-1] if platform.startswith("manylinux_") else platform.split("_", 1)[-1]
+    return mine_head == their_head and arch(mine_platform) == arch(their_platform)
+
+
 def load_table():
     cells = []
     for line in os.environ["AIACC_CELL_TABLE"].splitlines():
         line = line.strip()
         if line and not line.startswith("#"):
-            cells.append(Cell(line))
+            cell = Cell(line)
+            cell.path = MIRROR_PATHS.get(cell.path, cell.path)
+            cells.append(cell)
     return cells
 
 
@@ -834,6 +851,9 @@ def check_manifest(manifest, cells, release, common_path):
                   for r in manifest.get("cells", []))
     differences = []
     for key in sorted(set(mine) | set(theirs)):
+        if key in mine and key in theirs and mine[key] != theirs[key] and same_wheel_other_platform(mine[key], theirs[key]):
+            MIRROR_PATHS[mine[key]] = theirs[key]  # the tag the build proved: the mirror's file is this cell's
+            continue
         if mine.get(key) != theirs.get(key):
             differences.append("  %s: this script %s, the mirror %s" % (" ".join(key), mine.get(key, "(no cell)"), theirs.get(key, "(no cell)")))
     common = manifest.get("common", {})
