@@ -14,8 +14,9 @@ from perseus import launch
 from perseus.torch import _comm
 
 
-class HorovodNotInitialized(ValueError):
-    """A Horovod API call before hvd.init() (Horovod raises ValueError too)."""
+from perseus.horovod_kit.capabilities import Capabilities
+from perseus.horovod_kit.errors import HorovodNotInitialized, NotSupportedByPerseus
+from perseus.horovod_kit import process_sets as _process_sets
 
 
 class _State:
@@ -93,7 +94,7 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
     if comm is not None:
         raise ValueError("not supported: hvd.init(comm=...) (MPI sub-communicators); perseus runs on all ranks of the job")
     if process_sets is not None:
-        raise ValueError("not supported: hvd.init(process_sets=...); perseus collectives run on the global process set")
+        raise _process_sets.refuse("hvd.init(process_sets=...)")
     with _state.lock:
         if _state.initialized and _comm.current() is not None:
             return
@@ -170,49 +171,40 @@ def is_homogeneous() -> bool:
     return found.size == found.local_size * found.num_nodes
 
 
-def mpi_built() -> bool:
-    return bool(dist.is_mpi_available())
+def _device_report() -> Any:
+    _comm.load_library()
+    from perseus.torch import _device
+    return _device.report()
 
 
-def gloo_built() -> bool:
-    return bool(dist.is_gloo_available())
+_capabilities = Capabilities(_device_report, is_initialized)
+_process_sets.bind_queries(size, rank)
+
+gloo_built = _capabilities.gloo_built
+nccl_built = _capabilities.nccl_built
+cuda_built = _capabilities.cuda_built
+mpi_built = _capabilities.mpi_built
+rocm_built = _capabilities.rocm_built
+ddl_built = _capabilities.ddl_built
+ccl_built = _capabilities.ccl_built
+gloo_enabled = _capabilities.gloo_enabled
+mpi_enabled = _capabilities.mpi_enabled
+mpi_threads_supported = _capabilities.mpi_threads_supported
 
 
-def nccl_built() -> bool:
-    return bool(dist.is_nccl_available())
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    raise NotSupportedByPerseus("hvd.start_timeline(): perseus writes no Horovod timeline; profile with "
+                                "torch.profiler (perseus's collectives appear as their own ranges)")
 
 
-def cuda_built() -> bool:
-    return torch.version.cuda is not None
+def stop_timeline() -> None:
+    raise NotSupportedByPerseus("hvd.stop_timeline(): perseus writes no Horovod timeline; profile with "
+                                "torch.profiler")
 
 
-def rocm_built() -> bool:
-    return getattr(torch.version, "hip", None) is not None
+def add_process_set(process_set: Any) -> Any:
+    raise _process_sets.refuse("hvd.add_process_set()")
 
 
-def ddl_built() -> bool:
-    return False
-
-
-def ccl_built() -> bool:
-    return False
-
-
-def _backends() -> List[str]:
-    """The transports perseus's collectives use: the engine's Gloo."""
-    return ["gloo"] if is_initialized() else []
-
-
-def mpi_enabled() -> bool:
-    return "mpi" in _backends()
-
-
-def gloo_enabled() -> bool:
-    return "gloo" in _backends()
-
-
-def mpi_threads_supported() -> bool:
-    if not mpi_enabled():
-        raise ValueError("MPI is not the transport of this job (backends: {}); mpi_threads_supported() asks about MPI"
-                         .format(", ".join(_backends()) or "none"))
-    return False
+def remove_process_set(process_set: Any) -> bool:
+    raise _process_sets.refuse("hvd.remove_process_set()")
