@@ -26,6 +26,7 @@ class _State:
         self.owns_default_group = False
         self.shutdown_callbacks: List[Any] = []
         self.shutdown_at_exit = False
+        self.next_torch_port: Optional[int] = None  # the default group's port after a re-init (see shutdown())
 
 
 _state = _State()
@@ -83,6 +84,10 @@ def _init_default_group(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv
     # env:// lets torch reuse torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) instead of binding MASTER_PORT again
     from_environment = "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ
     init_method = "env://" if from_environment else "tcp://{}:{}".format(address, port)
+    if _state.next_torch_port is not None:
+        # a re-init: the port every rank agreed at hvd.shutdown(), never MASTER_PORT again (rank 0's old store may
+        # still be closing, or be held by a model that still references the old group)
+        init_method, _state.next_torch_port = "tcp://{}:{}".format(address, _state.next_torch_port), None
     dist.init_process_group(backend, init_method=init_method, rank=env.rank, world_size=env.size, timeout=timeout)
     return True
 
@@ -107,16 +112,29 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
         _state.initialized = True
         if not _state.shutdown_at_exit:
             # as Horovod does: a script that never calls hvd.shutdown() still leaves the job in order
-            atexit.register(shutdown)
+            atexit.register(_shutdown_at_exit)
             _state.shutdown_at_exit = True
 
 
 def shutdown() -> None:
-    """Leave the job: shut perseus's engine down, destroy the default group if hvd.init() made it."""
+    """Leave the job: shut perseus's engine down, destroy the default group if hvd.init() made it. Collective.
+    A later hvd.init() rendezvous on ports every rank agreed here (Horovod's harness re-initialises after every
+    test): a rank that re-initialises first never reaches rank 0's old stores."""
+    _shutdown(agree_ports=True)
+
+
+def _shutdown_at_exit() -> None:
+    _shutdown(agree_ports=False)  # the process ends: no next hvd.init()
+
+
+def _shutdown(agree_ports: bool) -> None:
     with _state.lock:
         for callback in list(_state.shutdown_callbacks):
             callback()
         _state.shutdown_callbacks.clear()
+        if agree_ports and _comm.current() is not None:
+            ports = _comm.agree_next_ports(2)
+            _state.next_torch_port = ports[1] if ports and _state.owns_default_group else None
         _comm.release()
         if _state.owns_default_group and dist.is_initialized():
             dist.destroy_process_group()
