@@ -94,3 +94,11 @@ def test_allgather_and_broadcast_raise_while_a_rank_has_joined(ranks, kind):
 
 def test_collectives_work_after_the_joins(ranks):
     assert value(ranks[1], "after_join_collectives_work") == [[float(SIZE)] * 2] * SIZE
+
+
+def test_sparse_gradients_are_averaged_as_horovod_does(ranks):
+    # rank 0 uses rows 0, 1, 1 with weight 1; rank 1 rows 1, 5 with weight 2: the average over 2 ranks
+    expected = [0.5, 0.5, 2.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0]
+    for got in value(ranks[1], "sparse_gradients"):
+        assert got["False"] == {"is_sparse": True, "grad": expected}
+        assert got["True"] == {"is_sparse": True, "grad": expected}

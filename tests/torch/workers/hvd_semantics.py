@@ -88,6 +88,24 @@ def _():
     return {"pending_at_submit": pending, "first": hvd.synchronize(handle)[0].item()}
 
 
+@check("sparse_gradients")
+def _():
+    """DistributedOptimizer with an embedding's sparse gradient: averaged as Horovod does (sparse allreduce,
+    or dense and back to sparse with sparse_as_dense=True); returns the dense averaged gradient."""
+    got = {}
+    for as_dense in (False, True):
+        torch.manual_seed(0)
+        table = torch.nn.Embedding(6, 2, sparse=True)
+        opt = hvd.DistributedOptimizer(torch.optim.SGD(table.parameters(), lr=0.0),
+                                       named_parameters=[("table.{}".format(as_dense), table.weight)],
+                                       sparse_as_dense=as_dense)
+        rows_used = torch.tensor([0, 1, 1]) if r == 0 else torch.tensor([1, 5])
+        (table(rows_used) * (r + 1)).sum().backward()
+        opt.step()
+        got[str(as_dense)] = {"is_sparse": table.weight.grad.is_sparse, "grad": rows(table.weight.grad.to_dense())}
+    return got
+
+
 def _join_then(kind):
     """Rank 0 joins; every other rank calls `kind`, which must raise (Horovod), then joins too."""
     tensor = torch.ones(4, 3)

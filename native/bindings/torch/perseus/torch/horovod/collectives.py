@@ -623,9 +623,9 @@ def _reducescatter_start(tensor: torch.Tensor, name: Optional[str], op: int, pre
                          postscale_factor: float, process_set: Any = global_process_set) -> int:
     check_global(process_set, "hvd.reducescatter")
     name = name or _control.auto_name("reducescatter")
-    if op not in (Average, Sum):
-        raise ValueError("hvd.reducescatter '{}': op must be hvd.Average or hvd.Sum (Horovod's reducescatter), got "
-                         "{}".format(name, _OP_NAMES.get(op, op)))
+    if op not in (Average, Sum):  # Horovod refuses these in the engine: a RuntimeError
+        raise HorovodInternalError("hvd.reducescatter '{}': op must be hvd.Average or hvd.Sum (Horovod's "
+                                   "reducescatter), got {}".format(name, _OP_NAMES.get(op, op)))
     if tensor.dim() == 0:
         raise ValueError("hvd.reducescatter '{}': the tensor needs at least one dimension (it is split along the "
                          "first)".format(name))

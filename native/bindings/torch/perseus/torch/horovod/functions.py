@@ -116,7 +116,21 @@ def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
 
 def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, model: Any = None) -> None:
     """Give every rank root_rank's optimizer state (hyper-parameters and per-parameter state such as momentum).
-    `model` (Horovod: to find sparse parameters) is not needed: the whole state travels as one object."""
+    `model` (Horovod: to find sparse parameters) is not needed: the whole state travels as one object.
+
+    As Horovod does, an optimizer without state yet takes one local step on zero gradients first (every
+    parameter that requires a gradient gets a zero one), so that every rank has state to receive."""
+    if len(optimizer.state_dict()["state"]) == 0:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.requires_grad and p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                    if isinstance(optimizer, torch.optim.SparseAdam):
+                        p.grad = p.grad.to_sparse()
+        if hasattr(optimizer, "_perseus_named"):  # a DistributedOptimizer: the wrapped class's step, no allreduce
+            super(optimizer.__class__, optimizer).step()
+        else:
+            optimizer.step()
     state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state")
     if basics.rank() != root_rank:
         optimizer.load_state_dict(state)
