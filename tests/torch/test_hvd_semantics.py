@@ -102,3 +102,13 @@ def test_sparse_gradients_are_averaged_as_horovod_does(ranks):
     for got in value(ranks[1], "sparse_gradients"):
         assert got["False"] == {"is_sparse": True, "grad": expected}
         assert got["True"] == {"is_sparse": True, "grad": expected}
+
+
+def test_per_rank_first_dimensions_concatenate_or_are_refused_naming_the_variable(ranks):
+    mode, found = ranks
+    if mode == "1":
+        assert value(found, "allgather_per_rank_sizes") == [[1.0] * 6] * SIZE
+    else:
+        for entry in found:
+            assert not entry["allgather_per_rank_sizes"]["ok"]
+            assert "PERSEUS_CHANGE_HVD_ALLGATHER=1" in entry["allgather_per_rank_sizes"]["error"]

@@ -56,6 +56,11 @@ def _():
     return {"has_grad_fn": out.grad_fn is not None, "grad": rows(x.grad), "shape": list(out.shape)}
 
 
+@check("allgather_per_rank_sizes")
+def _():
+    return rows(hvd.allgather(torch.ones(r + 1, 2), name="sizes.by.rank"))
+
+
 @check("prescale_integer")
 def _():
     t = torch.tensor([7, -7, 3, 100], dtype=torch.int32)

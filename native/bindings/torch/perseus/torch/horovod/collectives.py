@@ -485,6 +485,12 @@ def _allgather_start(tensor: torch.Tensor, name: Optional[str], concatenate: Opt
     source = source.reshape(1) if (concatenate and source.dim() == 0) else source
     records = _control.exchange(K_ALLGATHER, name, source, digest=_digest(name))
     _refuse_joined(records, "hvd.allgather", name)
+    if not concatenate and len({r.shape for r in records}) > 1 and len({r.shape[1:] for r in records if r.shape}) == 1:
+        listing = ", ".join("rank {} {}".format(r.rank, _fmt_shape(r.shape)) for r in records)
+        raise HorovodCollectiveError(
+            "hvd.allgather '{}': ranks passed different first dimensions ({}); PERSEUS_CHANGE_HVD_ALLGATHER=0 (the "
+            "default) stacks equal shapes, set PERSEUS_CHANGE_HVD_ALLGATHER=1 to concatenate along the first "
+            "dimension as Horovod does".format(name, listing))
     active = check_agreement(records, "hvd.allgather", name, same_shape=not concatenate,
                              same_trailing_shape=concatenate)
     rows = {r.rank: (r.shape[0] if concatenate else 1) for r in active}
