@@ -29,7 +29,8 @@ def test_allreduce_one_host(np_, tmp_path):
             (str(r["rank"]), str(np_), str(r["rank"]), str(np_), "0")
         assert e["MASTER_ADDR"] == "127.0.0.1" and e["MASTER_PORT"] != e["PERSEUS_MASTER_PORT"]
         assert e["EXTRA_VAR"] == "from-x"
-        d = r["detect"]
+        assert (e["HOROVOD_RANK"], e["HOROVOD_SIZE"]) == (str(r["rank"]), str(np_))  # as horovodrun --gloo
+        d = r["detect"]  # still perseusrun, with the HOROVOD_* variables set too
         assert (d["launcher"], d["rank"], d["size"], d["local_size"]) == ("perseusrun", r["rank"], np_, np_)
     for rank in range(np_):  # --log-dir: the rank's own lines, without the prefix
         logged = (tmp_path / "logs" / "rank.{}".format(rank) / "stdout").read_text()

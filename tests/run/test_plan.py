@@ -28,6 +28,9 @@ def test_single_host_defaults():
             (str(rank), "3", str(rank), "3", "0", "0")
         assert e["MASTER_PORT"] == str(p["master_port"]) and "PERSEUS_MASTER_PORT" not in e
         assert e["OMP_NUM_THREADS"] == "1"
+        assert (e["HOROVOD_RANK"], e["HOROVOD_SIZE"], e["HOROVOD_LOCAL_RANK"], e["HOROVOD_LOCAL_SIZE"],
+                e["HOROVOD_CROSS_RANK"], e["HOROVOD_CROSS_SIZE"], e["HOROVOD_HOSTNAME"]) == \
+            (str(rank), "3", str(rank), "3", "0", "1", "localhost")
 
 
 def test_command_without_double_dash_and_text_plan():
@@ -43,7 +46,12 @@ def test_multi_host_gloo_over_ssh_with_port(tmp_path):
     assert p["master_addr"] == "10.255.0.1" and p["master_port"] == 23456 and p["perseus_master_port"] is None
     assert [(r["host"], r["node_rank"], r["local_rank"], r["launch"]) for r in p["ranks"]] == \
         [("10.255.0.1", 0, 0, "ssh"), ("10.255.0.1", 0, 1, "ssh"), ("10.255.0.2", 1, 0, "ssh"), ("10.255.0.2", 1, 1, "ssh")]
+    # what horovodrun --gloo sets, for Horovod scripts and Horovod's own tests (tearDown re-initialises on them)
+    assert [{k[len("HOROVOD_"):]: v for k, v in r["env"].items() if k.startswith("HOROVOD_")} for r in p["ranks"]] == [
+        {"RANK": str(i), "SIZE": "4", "LOCAL_RANK": str(i % 2), "LOCAL_SIZE": "2", "CROSS_RANK": str(i // 2),
+         "CROSS_SIZE": "2", "HOSTNAME": "10.255.0.{}".format(1 + i // 2)} for i in range(4)]
     r3 = p["ranks"][3]
+    assert "HOROVOD_RANK=3" in r3["command"][-1]
     assert r3["env"]["PERSEUS_ALLREDUCE_DTYPE"] == "2" and r3["env"]["NCCL_DEBUG"] == "INFO" and "PATH" in r3["env"]
     assert r3["env"]["FOO"] == "bar baz" and r3["env"]["GROUP_WORLD_SIZE"] == "2"
     ssh = r3["command"]

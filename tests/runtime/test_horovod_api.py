@@ -164,7 +164,8 @@ def test_sync_batch_norm_equals_batch_norm_over_the_whole_batch(ranks):
 
 def test_join_contributes_zeros_and_returns_the_last_rank(ranks):
     got = value(ranks, "join")
-    assert got[0]["outs"] == [[2.0, 4.0], [1.0], [5.0, 6.0]]  # average divides by both ranks
+    # average divides by both ranks; a broadcast raises while a rank has joined (Horovod)
+    assert got[0]["outs"] == [[2.0, 4.0], [1.0], "HorovodCollectiveError"]
     assert got[0]["last"] == got[1]["last"] == 0
 
 

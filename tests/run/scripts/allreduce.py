@@ -14,7 +14,7 @@ t = torch.tensor([float(rank + 1)])
 dist.all_reduce(t)
 report = {"rank": rank, "size": size, "sum": t.item(), "pid": os.getpid(),
           "netns": os.stat("/proc/self/ns/net").st_ino,
-          "env": {k: os.environ.get(k) for k in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+          "env": {k: os.environ.get(k) for k in ("HOROVOD_RANK", "HOROVOD_SIZE", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
                                                    "MASTER_ADDR", "MASTER_PORT", "PERSEUS_MASTER_PORT", "GLOO_SOCKET_IFNAME",
                                                    "OMPI_COMM_WORLD_RANK", "EXTRA_VAR")}}
 if "--detect" in sys.argv:

@@ -27,7 +27,9 @@ EPILOG = """\
 what every rank gets:
   RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK and NODE_RANK (index of its host),
   GROUP_WORLD_SIZE (hosts), MASTER_ADDR and MASTER_PORT (torch.distributed, env://),
-  PERSEUS_MASTER_PORT (only when set here) and PERSEUS_LAUNCHER=perseusrun.
+  PERSEUS_MASTER_PORT (only when set here) and PERSEUS_LAUNCHER=perseusrun; in Gloo mode also what
+  horovodrun --gloo sets: HOROVOD_RANK, HOROVOD_SIZE, HOROVOD_LOCAL_RANK, HOROVOD_LOCAL_SIZE,
+  HOROVOD_CROSS_RANK, HOROVOD_CROSS_SIZE, HOROVOD_HOSTNAME.
   OMP_NUM_THREADS=1 when several ranks share a host and PYTHONUNBUFFERED=1, unless already set.
   Ranks read their numbers with perseus.launch.detect() (perseus.torch.horovod's init() does).
 

@@ -10,7 +10,8 @@ from .errors import UsageError
 # The variables perseusrun sets for each rank; passing them with -x would contradict the plan.
 RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE",
                   "NODE_RANK", "MASTER_ADDR", "MASTER_PORT", "PERSEUS_MASTER_PORT", "PERSEUS_LAUNCHER",
-                  "PERSEUS_STORE_ADDR")
+                  "PERSEUS_STORE_ADDR", "HOROVOD_RANK", "HOROVOD_SIZE", "HOROVOD_LOCAL_RANK", "HOROVOD_LOCAL_SIZE",
+                  "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_HOSTNAME")
 # Forwarded to ranks that do not inherit this environment (ssh and mpirun ranks), besides -x ones.
 FORWARD_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX")
 FORWARD_PREFIXES = ("PERSEUS_", "NCCL_", "GLOO_")

@@ -143,16 +143,30 @@ def _rank_env(rank: int, local_rank: int, local_size: int, node_rank: int) -> Di
             "GROUP_RANK": str(node_rank), "NODE_RANK": str(node_rank)}
 
 
+def horovod_env(rank: int, size: int, local_rank: int, local_size: int, host: str,
+                 local_sizes: List[int]) -> Dict[str, str]:
+    """What `horovodrun --gloo` gives each rank, so Horovod scripts and tests that read HOROVOD_* see their
+    numbers (launch detection still names perseusrun: the torchrun variables come first). The cross rank is
+    the rank among the processes with this local rank (one per host that has that many), in host order."""
+    holders = [i for i, n in enumerate(local_sizes) if n > local_rank]
+    node = next(i for i, n in enumerate(local_sizes) if sum(local_sizes[:i + 1]) > rank)
+    return {"HOROVOD_RANK": str(rank), "HOROVOD_SIZE": str(size), "HOROVOD_LOCAL_RANK": str(local_rank),
+            "HOROVOD_LOCAL_SIZE": str(local_size), "HOROVOD_CROSS_RANK": str(holders.index(node)),
+            "HOROVOD_CROSS_SIZE": str(len(holders)), "HOROVOD_HOSTNAME": host}
+
+
 def _plan_gloo(plan: JobPlan, options: Options, used: List[HostSlots], placement: Dict[str, List[int]],
                local: Dict[str, bool], common: Dict[str, str], forwarded: Dict[str, str], environ: Mapping[str, str]) -> None:
     command = list(options.command)
     if any(local.values()) and shutil.which(command[0], path=environ.get("PATH")) is None:
         raise CommandNotFound("perseusrun: {}: command not found on PATH".format(command[0]))
+    local_sizes = [len(placement[h.host]) for h in used]
     for node_rank, h in enumerate(used):
         ranks = placement[h.host]
         for local_rank, rank in enumerate(ranks):
             env = dict(common)
             env.update(_rank_env(rank, local_rank, len(ranks), node_rank))
+            env.update(horovod_env(rank, options.np, local_rank, len(ranks), h.host, local_sizes))
             if local[h.host]:
                 plan.ranks.append(RankPlan(rank, h.host, local_rank, len(ranks), node_rank, "local", env, command))
             else:

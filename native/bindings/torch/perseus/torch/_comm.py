@@ -224,6 +224,10 @@ class World:
 _lock = threading.RLock()
 _world: Optional[World] = None
 _generation = 0
+# The port the next engine's store is served on, agreed by every rank over the engine that is shutting down
+# (agree_next_ports): a rank that starts the next engine first cannot reach the old store, which rank 0 may
+# still be closing, and the old store's keys cannot mislead the new engine.
+_next_engine_port: Optional[int] = None
 
 
 def current() -> Optional[World]:
@@ -283,6 +287,9 @@ def _make(cfg: perseus_config.PerseusConfig, policy: Tuple[Any, ...],
         how, port = "PERSEUS_MASTER_PORT", cfg.master_port
         if not cfg.is_set("PERSEUS_MASTER_PORT") and torch_port.isdigit():
             how, port = "MASTER_PORT", int(torch_port)
+        global _next_engine_port
+        if generation > 0 and _next_engine_port is not None:
+            how, port, _next_engine_port = "agreed at the last shutdown", _next_engine_port, None
         try:
             return (native.Engine(env.rank, env.size, env.local_rank, env.local_size, env.node_rank,
                                   address or "127.0.0.1", port), (how, address or "127.0.0.1", port))
@@ -331,6 +338,20 @@ def world(cfg: Optional[perseus_config.PerseusConfig] = None, renew: bool = Fals
         from perseus.torch import _exit
         _exit.register()
         return _world
+
+
+def agree_next_ports(count: int) -> List[int]:
+    """`count` free ports on rank 0's host, the same on every rank (rank 0 picks them, a broadcast over the engine
+    tells the others; collective). The first is the next engine's store port."""
+    global _next_engine_port
+    found = _world
+    if found is None or found.size < 2:
+        return []
+    picked = torch.tensor([_free_port() for _ in range(count)] if found.rank == 0 else [0] * count, dtype=torch.int64)
+    found.engine.broadcast(found.next_name("perseus.next_ports"), buffer_of(picked), 0)
+    ports = [int(p) for p in picked.tolist()]
+    _next_engine_port = ports[0]
+    return ports
 
 
 def release() -> None:

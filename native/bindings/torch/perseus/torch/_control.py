@@ -25,15 +25,21 @@ _BYTES_ONLY = (torch.bool, torch.int8, torch.int16)
 
 
 class Work:
-    """A collective under way; wait() raises its error and runs what completes it."""
+    """A collective under way; wait() raises its error and runs what completes it. `after`: the Work this one
+    completes with (is_completed() asks it; a Work with neither a handle nor `after` is complete)."""
 
-    def __init__(self, handle: Optional[Any], finish: Callable[[Any], None]) -> None:
+    def __init__(self, handle: Optional[Any], finish: Callable[[Any], None], after: Optional["Work"] = None) -> None:
         self._handle = handle
         self._finish = finish
+        self._after = after
         self._done = False
 
     def is_completed(self) -> bool:
-        return self._done or self._handle is None or self._handle.poll()
+        if self._done:
+            return True
+        if self._after is not None:
+            return self._after.is_completed()
+        return self._handle is None or self._handle.poll()
 
     def wait(self) -> bool:
         if not self._done:
@@ -93,7 +99,8 @@ def broadcast(tensor: torch.Tensor, root: int) -> Work:
                 tensor.copy_(wire)
         return Work(submission, copy_back)
     staged = _comm.Staged(tensor)
-    buf = _raw_bytes(staged.host, 1) if tensor.dtype in _BYTES_ONLY else _comm.buffer_of(staged.host)
+    rows = staged.host.shape[0] if staged.host.dim() else 1  # every row's bytes (the first row only, once)
+    buf = _raw_bytes(staged.host, rows) if tensor.dtype in _BYTES_ONLY else _comm.buffer_of(staged.host)
     handle = world.engine.broadcast_async(name, buf, root)
 
     def finish(_: Any) -> None:
@@ -145,7 +152,7 @@ def allgather(outputs: List[torch.Tensor], tensor: torch.Tensor) -> Work:
         assert work.result is not None
         for out, piece in zip(outputs, work.result.reshape((len(outputs),) + tuple(tensor.shape)).unbind(0)):
             out.copy_(piece)
-    return Work(None, finish)
+    return Work(None, finish, after=work)
 
 
 def _reduce_by_allgather(world: _comm.World, tensor: torch.Tensor, op: str) -> Work:
@@ -162,7 +169,7 @@ def _reduce_by_allgather(world: _comm.World, tensor: torch.Tensor, op: str) -> W
         else:
             out = rows.prod(dim=0) if rows.dtype != torch.bool else rows.all(dim=0)
         tensor.copy_(out.reshape(tensor.shape))
-    return Work(None, finish)
+    return Work(None, finish, after=work)
 
 
 def barrier() -> None:

@@ -14,8 +14,9 @@ from perseus import launch
 from perseus.torch import _comm
 
 
-class HorovodNotInitialized(ValueError):
-    """A Horovod API call before hvd.init() (Horovod raises ValueError too)."""
+from perseus.horovod_kit.capabilities import Capabilities
+from perseus.horovod_kit.errors import HorovodNotInitialized, NotSupportedByPerseus
+from perseus.horovod_kit import process_sets as _process_sets
 
 
 class _State:
@@ -25,6 +26,7 @@ class _State:
         self.owns_default_group = False
         self.shutdown_callbacks: List[Any] = []
         self.shutdown_at_exit = False
+        self.next_torch_port: Optional[int] = None  # the default group's port after a re-init (see shutdown())
 
 
 _state = _State()
@@ -82,6 +84,10 @@ def _init_default_group(cfg: perseus_config.PerseusConfig, env: launch.LaunchEnv
     # env:// lets torch reuse torchrun's agent store (TORCHELASTIC_USE_AGENT_STORE) instead of binding MASTER_PORT again
     from_environment = "MASTER_ADDR" in os.environ and "MASTER_PORT" in os.environ
     init_method = "env://" if from_environment else "tcp://{}:{}".format(address, port)
+    if _state.next_torch_port is not None:
+        # a re-init: the port every rank agreed at hvd.shutdown(), never MASTER_PORT again (rank 0's old store may
+        # still be closing, or be held by a model that still references the old group)
+        init_method, _state.next_torch_port = "tcp://{}:{}".format(address, _state.next_torch_port), None
     dist.init_process_group(backend, init_method=init_method, rank=env.rank, world_size=env.size, timeout=timeout)
     return True
 
@@ -93,7 +99,7 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
     if comm is not None:
         raise ValueError("not supported: hvd.init(comm=...) (MPI sub-communicators); perseus runs on all ranks of the job")
     if process_sets is not None:
-        raise ValueError("not supported: hvd.init(process_sets=...); perseus collectives run on the global process set")
+        raise _process_sets.refuse("hvd.init(process_sets=...)")
     with _state.lock:
         if _state.initialized and _comm.current() is not None:
             return
@@ -106,16 +112,29 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
         _state.initialized = True
         if not _state.shutdown_at_exit:
             # as Horovod does: a script that never calls hvd.shutdown() still leaves the job in order
-            atexit.register(shutdown)
+            atexit.register(_shutdown_at_exit)
             _state.shutdown_at_exit = True
 
 
 def shutdown() -> None:
-    """Leave the job: shut perseus's engine down, destroy the default group if hvd.init() made it."""
+    """Leave the job: shut perseus's engine down, destroy the default group if hvd.init() made it. Collective.
+    A later hvd.init() rendezvous on ports every rank agreed here (Horovod's harness re-initialises after every
+    test): a rank that re-initialises first never reaches rank 0's old stores."""
+    _shutdown(agree_ports=True)
+
+
+def _shutdown_at_exit() -> None:
+    _shutdown(agree_ports=False)  # the process ends: no next hvd.init()
+
+
+def _shutdown(agree_ports: bool) -> None:
     with _state.lock:
         for callback in list(_state.shutdown_callbacks):
             callback()
         _state.shutdown_callbacks.clear()
+        if agree_ports and _comm.current() is not None:
+            ports = _comm.agree_next_ports(2)
+            _state.next_torch_port = ports[1] if ports and _state.owns_default_group else None
         _comm.release()
         if _state.owns_default_group and dist.is_initialized():
             dist.destroy_process_group()
@@ -170,49 +189,40 @@ def is_homogeneous() -> bool:
     return found.size == found.local_size * found.num_nodes
 
 
-def mpi_built() -> bool:
-    return bool(dist.is_mpi_available())
+def _device_report() -> Any:
+    _comm.load_library()
+    from perseus.torch import _device
+    return _device.report()
 
 
-def gloo_built() -> bool:
-    return bool(dist.is_gloo_available())
+_capabilities = Capabilities(_device_report, is_initialized)
+_process_sets.bind_queries(size, rank)
+
+gloo_built = _capabilities.gloo_built
+nccl_built = _capabilities.nccl_built
+cuda_built = _capabilities.cuda_built
+mpi_built = _capabilities.mpi_built
+rocm_built = _capabilities.rocm_built
+ddl_built = _capabilities.ddl_built
+ccl_built = _capabilities.ccl_built
+gloo_enabled = _capabilities.gloo_enabled
+mpi_enabled = _capabilities.mpi_enabled
+mpi_threads_supported = _capabilities.mpi_threads_supported
 
 
-def nccl_built() -> bool:
-    return bool(dist.is_nccl_available())
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    raise NotSupportedByPerseus("hvd.start_timeline(): perseus writes no Horovod timeline; profile with "
+                                "torch.profiler (perseus's collectives appear as their own ranges)")
 
 
-def cuda_built() -> bool:
-    return torch.version.cuda is not None
+def stop_timeline() -> None:
+    raise NotSupportedByPerseus("hvd.stop_timeline(): perseus writes no Horovod timeline; profile with "
+                                "torch.profiler")
 
 
-def rocm_built() -> bool:
-    return getattr(torch.version, "hip", None) is not None
+def add_process_set(process_set: Any) -> Any:
+    raise _process_sets.refuse("hvd.add_process_set()")
 
 
-def ddl_built() -> bool:
-    return False
-
-
-def ccl_built() -> bool:
-    return False
-
-
-def _backends() -> List[str]:
-    """The transports perseus's collectives use: the engine's Gloo."""
-    return ["gloo"] if is_initialized() else []
-
-
-def mpi_enabled() -> bool:
-    return "mpi" in _backends()
-
-
-def gloo_enabled() -> bool:
-    return "gloo" in _backends()
-
-
-def mpi_threads_supported() -> bool:
-    if not mpi_enabled():
-        raise ValueError("MPI is not the transport of this job (backends: {}); mpi_threads_supported() asks about MPI"
-                         .format(", ".join(_backends()) or "none"))
-    return False
+def remove_process_set(process_set: Any) -> bool:
+    raise _process_sets.refuse("hvd.remove_process_set()")

@@ -1,4 +1,5 @@
-"""Horovod collectives (allreduce, allgather, broadcast, their async forms, join, barrier) on perseus's engine.
+"""Horovod collectives (allreduce, allgather, broadcast, reducescatter, alltoall, their async, in-place and grouped
+forms, join, barrier) on perseus's engine, with Horovod 0.28's signatures and autograd functions.
 
 Every call first exchanges a small fixed-size record (operation, name, dtype, shape, root, op) among
 all ranks (an engine allgather). All ranks then check the same table, so a mismatch (another
@@ -21,19 +22,12 @@ from perseus.torch.horovod import basics
 from perseus.torch.horovod.compression import Compression, Compressor
 
 
-class HorovodCollectiveError(RuntimeError):
-    """Ranks disagree about a collective (the message names the tensor and what differs)."""
-
-
-# Horovod's reduction operators (hvd.Average, hvd.Sum, ...) are plain ints, as in Horovod.
-Average = 0
-Sum = 1
-Adasum = 2
-Min = 3
-Max = 4
-Product = 5
-
-_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
+from perseus.horovod_kit import ops as _kit_ops
+from perseus.horovod_kit.errors import HorovodCollectiveError, HorovodInternalError
+from perseus.horovod_kit.naming import Namer
+from perseus.horovod_kit.ops import OP_NAMES as _OP_NAMES
+from perseus.horovod_kit.ops import Adasum, Average, Max, Min, Product, Sum
+from perseus.horovod_kit.process_sets import check_global, global_process_set
 _TORCH_OPS = {Average: _ops.SUM, Sum: _ops.SUM, Min: _ops.MIN, Max: _ops.MAX,
               Product: _ops.PRODUCT}
 
@@ -48,8 +42,10 @@ NAME_WORDS = 7
 RECORD_LEN = NAME + NAME_WORDS  # 23
 
 K_ALLREDUCE, K_ALLGATHER, K_BROADCAST, K_JOIN, K_BARRIER, K_STEP, K_BROADCAST_MANY = 1, 2, 3, 4, 5, 6, 7
+K_REDUCESCATTER, K_ALLTOALL = 8, 9
 _KIND_NAMES = {K_ALLREDUCE: "allreduce", K_ALLGATHER: "allgather", K_BROADCAST: "broadcast", K_JOIN: "join",
-               K_BARRIER: "barrier", K_STEP: "optimizer step", K_BROADCAST_MANY: "broadcast_parameters"}
+               K_BARRIER: "barrier", K_STEP: "optimizer step", K_BROADCAST_MANY: "broadcast_parameters",
+               K_REDUCESCATTER: "reducescatter", K_ALLTOALL: "alltoall"}
 
 _DTYPES: List[torch.dtype] = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.uint8, torch.int8,
                               torch.int16, torch.int32, torch.int64, torch.bool]
@@ -93,11 +89,10 @@ class _Control:
     def __init__(self) -> None:
         self.lock = threading.RLock()
         self.rounds = 0
-        self.counters: Dict[str, itertools.count] = {}
+        self.namer = Namer()
 
     def auto_name(self, kind: str) -> str:
-        counter = self.counters.setdefault(kind, itertools.count())
-        return "{}.noname.{}".format(kind, next(counter))
+        return self.namer.name(kind)
 
     def exchange(self, kind: int, name: str = "", tensor: Optional[torch.Tensor] = None, root: int = -1,
                  op: int = -1, digest: int = 0, joined: bool = False, join_round: int = -1,
@@ -178,23 +173,45 @@ def _show(field: str, value: Any) -> str:
     return str(value)
 
 
-def _scaled_op(op: Optional[int], average: Optional[bool]) -> int:
-    if op is not None and average is not None:
-        raise ValueError("pass either op= or the deprecated average=, not both")
-    if op is None:
-        return Sum if average is False else Average
-    if op not in _OP_NAMES:
-        raise ValueError("op={!r} is not a Horovod reduction: use hvd.Average, hvd.Sum, hvd.Adasum, hvd.Min, hvd.Max "
-                         "or hvd.Product".format(op))
-    return op
+def _scaled_op(op: Optional[int], average: Optional[bool], default: int = Average) -> int:
+    return _kit_ops.resolve_op(op, average, default)
+
+
+_INTEGER = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def _scale(tensor: torch.Tensor, factor: float) -> torch.Tensor:
+    """tensor * factor by Horovod's rule (perseus.horovod_kit.ops): integers in float64, truncated back; float16
+    on the host in float32; other floats in their dtype. A new tensor unless factor is 1."""
+    if factor == 1.0:
+        return tensor
+    kind = _kit_ops.scale_kind(tensor.dtype in _INTEGER, tensor.dtype == torch.float16, not tensor.is_cuda)
+    if kind == _kit_ops.SCALE_IN_FLOAT64:
+        return (tensor.to(torch.float64) * factor).to(tensor.dtype)
+    if kind == _kit_ops.SCALE_IN_FLOAT32:
+        return (tensor.to(torch.float32) * factor).to(tensor.dtype)
+    return tensor * factor
+
+
+def _any_joined(records: List[Record]) -> List[int]:
+    return [r.rank for r in records if r.joined]
+
+
+def _refuse_joined(records: List[Record], api: str, name: str) -> None:
+    joined = _any_joined(records)
+    if joined:
+        raise HorovodCollectiveError(
+            "{} '{}': not supported while rank(s) {} have called hvd.join() (as in Horovod, only allreduce runs "
+            "with joined ranks); finish these collectives before hvd.join()".format(
+                api, name, ", ".join(str(r) for r in joined)))
 
 
 # ---- handles for the async forms -------------------------------------------------------------
 
 @dataclass
 class _Pending:
-    work: Any  # a torch.distributed Work, or None when the result is ready
-    finish: Callable[[], torch.Tensor]
+    works: List[Any]  # _control Works (wait(), is_completed()); empty when the result is ready
+    finish: Callable[[], Any]
 
 
 _handles: Dict[int, _Pending] = {}
@@ -202,10 +219,11 @@ _handle_ids = itertools.count(1)
 _handles_lock = threading.Lock()
 
 
-def _register(work: Any, finish: Callable[[], torch.Tensor]) -> int:
+def _register(work: Any, finish: Callable[[], Any]) -> int:
+    works = [w for w in (work if isinstance(work, (list, tuple)) else [work]) if w is not None]
     with _handles_lock:
         handle = next(_handle_ids)
-        _handles[handle] = _Pending(work, finish)
+        _handles[handle] = _Pending(works, finish)
     return handle
 
 
@@ -215,17 +233,23 @@ def poll(handle: int) -> bool:
         pending = _handles.get(handle)
     if pending is None:
         raise ValueError("handle {} is unknown or already synchronized".format(handle))
-    return pending.work is None or bool(pending.work.is_completed())
+    return all(bool(w.is_completed()) for w in pending.works)
 
 
-def synchronize(handle: int) -> torch.Tensor:
-    """Wait for the async operation of `handle`; returns its output tensor."""
+def synchronize(handle: int) -> Any:
+    """Wait for the async operation of `handle`; returns its output tensor (alltoall: output and received
+    splits). An engine error is raised as HorovodInternalError, as Horovod does."""
     with _handles_lock:
         pending = _handles.pop(handle, None)
     if pending is None:
         raise ValueError("handle {} is unknown or already synchronized".format(handle))
-    if pending.work is not None:
-        pending.work.wait()
+    try:
+        for work in pending.works:
+            work.wait()
+    except HorovodInternalError:
+        raise
+    except RuntimeError as error:
+        raise HorovodInternalError(str(error)) from error
     return pending.finish()
 
 
@@ -248,17 +272,21 @@ def adasum_combine(tensors: List[torch.Tensor]) -> torch.Tensor:
 
 
 def _allreduce_start(tensor: torch.Tensor, output: torch.Tensor, name: Optional[str], op: int,
-                     compression: Any, prescale_factor: float, postscale_factor: float) -> int:
+                     compression: Any, prescale_factor: float, postscale_factor: float,
+                     process_set: Any = global_process_set) -> int:
+    check_global(process_set, "hvd.allreduce")
     name = name or _control.auto_name("allreduce")
     if tensor.is_sparse:
-        raise ValueError("not supported: allreduce of sparse tensor '{}'; pass tensor.to_dense()".format(name))
+        raise ValueError("allreduce of sparse tensor '{}': use hvd.sparse_allreduce_async, or tensor.to_dense()"
+                         .format(name))
+    _kit_ops.check_scalable(op, prescale_factor, postscale_factor, "hvd.allreduce")
     compressor = compression if compression is not None else Compression.none
+    source = tensor.detach()
     if op == Adasum:
-        wire, ctx = tensor, None
+        wire, ctx = source, None
     else:
-        source = tensor * prescale_factor if prescale_factor != 1.0 else tensor
-        wire, ctx = compressor.compress(source)
-        wire = (wire.clone() if wire is tensor else wire).contiguous()
+        wire, ctx = compressor.compress(_scale(source, prescale_factor))
+        wire = (wire.clone() if wire is tensor or wire is source else wire).contiguous()
     # the record carries what goes on the wire, so that a joined rank sends zeros of that dtype
     records = _control.exchange(K_ALLREDUCE, name, wire, op=op, digest=_digest(name))
     active = check_agreement(records, "hvd.allreduce", name)
@@ -268,16 +296,15 @@ def _allreduce_start(tensor: torch.Tensor, output: torch.Tensor, name: Optional[
                                      "(a joined rank contributes zeros)".format(name, _OP_NAMES[op], joined))
     world = basics.world()
     if op == Adasum:
-        return _adasum_start(tensor, output, name, prescale_factor, postscale_factor, world)
+        return _adasum_start(source, output, name, prescale_factor, postscale_factor, world)
     work = _ops.allreduce(wire, _TORCH_OPS[op])
+    post = _kit_ops.postscale_for(op, world.size, postscale_factor)
 
     def finish() -> torch.Tensor:
         result = compressor.decompress(wire, ctx)
-        if op == Average:
-            result = result / world.size
-        if postscale_factor != 1.0:
-            result = result * postscale_factor
-        output.copy_(result.reshape(output.shape))
+        if result.dtype != output.dtype:
+            result = result.to(output.dtype)
+        output.copy_(_scale(result, post).reshape(output.shape))
         return output
 
     return _register(work, finish)
@@ -303,108 +330,464 @@ def _adasum_start(tensor: torch.Tensor, output: torch.Tensor, name: str, prescal
 
 def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
-                    compression: Any = None) -> int:
+                    process_set: Any = global_process_set) -> int:
     op = _scaled_op(op, average)
-    return _allreduce_start(tensor, torch.empty_like(tensor), name, op, compression, prescale_factor, postscale_factor)
+    return _allreduce_start(tensor, torch.empty_like(tensor), name, op, None, prescale_factor, postscale_factor,
+                            process_set)
 
 
 def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
-                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0) -> int:
+                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                     process_set: Any = global_process_set) -> int:
     op = _scaled_op(op, average)
-    return _allreduce_start(tensor, tensor, name, op, None, prescale_factor, postscale_factor)
+    return _allreduce_start(tensor, tensor, name, op, None, prescale_factor, postscale_factor, process_set)
+
+
+class _Allreduce(torch.autograd.Function):
+    """Horovod's HorovodAllreduce: the gradient is the allreduce of the output's gradient with the same op and
+    scale factors (Sum: size x, Average: 1 x the mean gradient)."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str], op: int, prescale_factor: float,
+                postscale_factor: float) -> torch.Tensor:
+        ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
+        return synchronize(_allreduce_start(tensor, torch.empty_like(tensor), name, op, None, prescale_factor,
+                                            postscale_factor))
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
+        grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale_factor,
+                         postscale_factor=ctx.postscale_factor)
+        return grad, None, None, None, None
 
 
 def allreduce(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
               compression: Any = Compression.none, op: Optional[int] = None, prescale_factor: float = 1.0,
-              postscale_factor: float = 1.0) -> torch.Tensor:
-    """A new tensor: the reduction (default: average) of `tensor` over all ranks."""
+              postscale_factor: float = 1.0, process_set: Any = global_process_set) -> torch.Tensor:
+    """A new tensor: the reduction (default: average) of `tensor` over all ranks; differentiable."""
     op = _scaled_op(op, average)
-    return synchronize(_allreduce_start(tensor, torch.empty_like(tensor), name, op, compression, prescale_factor,
-                                        postscale_factor))
+    check_global(process_set, "hvd.allreduce")
+    compressor = compression if compression is not None else Compression.none
+    if op == Adasum or compressor is Compression.none:
+        return _Allreduce.apply(tensor, name, op, prescale_factor, postscale_factor)
+    compressed, ctx = compressor.compress(tensor)
+    summed = _Allreduce.apply(compressed, name, op, prescale_factor, postscale_factor)
+    return compressor.decompress(summed, ctx)
 
 
 def allreduce_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
-               op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0) -> torch.Tensor:
+               op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+               process_set: Any = global_process_set) -> torch.Tensor:
     """In place: `tensor` becomes the reduction over all ranks."""
-    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor))
+    return synchronize(allreduce_async_(tensor, average, name, op, prescale_factor, postscale_factor, process_set))
+
+
+# ---- grouped allreduce ----------------------------------------------------------------------------
+
+def _group_names(kind: str, name: Optional[str], count: int) -> List[str]:
+    base = name or _control.auto_name(kind)
+    return ["{}.{}".format(base, i) for i in range(count)]
+
+
+def _grouped_start(starts: List[int]) -> int:
+    """One handle for a group of started handles: synchronize() gives the list of their results."""
+    with _handles_lock:
+        parts = [_handles.pop(h) for h in starts]
+    works = [w for p in parts for w in p.works]
+    return _register(works, lambda: [p.finish() for p in parts])
+
+
+def grouped_allreduce_async(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
+                            op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                            process_set: Any = global_process_set) -> int:
+    op = _scaled_op(op, average)
+    names = _group_names("grouped_allreduce", name, len(tensors))
+    return _grouped_start([_allreduce_start(t, torch.empty_like(t), n, op, None, prescale_factor, postscale_factor,
+                                            process_set) for t, n in zip(tensors, names)])
+
+
+def grouped_allreduce_async_(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
+                             op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                             process_set: Any = global_process_set) -> int:
+    op = _scaled_op(op, average)
+    names = _group_names("grouped_allreduce", name, len(tensors))
+    return _grouped_start([_allreduce_start(t, t, n, op, None, prescale_factor, postscale_factor, process_set)
+                           for t, n in zip(tensors, names)])
+
+
+class _GroupedAllreduce(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, name: Optional[str], op: int, prescale_factor: float, postscale_factor: float,
+                *tensors: torch.Tensor) -> Any:
+        ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
+        return tuple(synchronize(grouped_allreduce_async(list(tensors), name=name, op=op,
+                                                         prescale_factor=prescale_factor,
+                                                         postscale_factor=postscale_factor)))
+
+    @staticmethod
+    def backward(ctx: Any, *grad_output: torch.Tensor) -> Any:
+        grads = grouped_allreduce(list(grad_output), op=ctx.op, prescale_factor=ctx.prescale_factor,
+                                  postscale_factor=ctx.postscale_factor)
+        return (None, None, None, None) + tuple(grads)
+
+
+def grouped_allreduce(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
+                      compression: Any = Compression.none, op: Optional[int] = None, prescale_factor: float = 1.0,
+                      postscale_factor: float = 1.0, process_set: Any = global_process_set) -> List[torch.Tensor]:
+    """New tensors: the reduction of each of `tensors` over all ranks; differentiable."""
+    op = _scaled_op(op, average)
+    check_global(process_set, "hvd.grouped_allreduce")
+    compressor = compression if compression is not None else Compression.none
+    pairs = [compressor.compress(t) for t in tensors]
+    reduced = _GroupedAllreduce.apply(name, op, prescale_factor, postscale_factor, *[p[0] for p in pairs])
+    return [compressor.decompress(t, c) for t, (_, c) in zip(reduced, pairs)]
+
+
+def grouped_allreduce_(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
+                       op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
+                       process_set: Any = global_process_set) -> List[torch.Tensor]:
+    return synchronize(grouped_allreduce_async_(tensors, average, name, op, prescale_factor, postscale_factor,
+                                                process_set))
+
+
+def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int, process_set: Any = global_process_set) -> Any:
+    """Horovod's sparse allreduce: an allgather of the indices and of the values; returns a function that waits
+    and gives the sparse sum (Average: divided by the ranks) with duplicate indices left uncoalesced."""
+    check_global(process_set, "hvd.sparse_allreduce_async")
+    if not perseus_config.get().change_hvd_allgather:
+        pass  # the parts are gathered by concatenation whatever PERSEUS_CHANGE_HVD_ALLGATHER says
+    t = tensor
+    indices_handle = _allgather_start(t._indices().transpose(0, 1).contiguous(), "{}.indices".format(name),
+                                      concatenate=True)
+    values_handle = _allgather_start(t._values(), "{}.values".format(name), concatenate=True)
+    size = basics.size()
+
+    def handle() -> torch.Tensor:
+        values = synchronize(values_handle)
+        indices = synchronize(indices_handle)
+        values = values / size if op == Average else values
+        if indices.dim() == 0 or values.dim() == 0:
+            return t.new().resize_as_(t)
+        return torch.sparse_coo_tensor(indices.transpose(0, 1), values, t.size())
+
+    return handle
 
 
 # ---- allgather --------------------------------------------------------------------------------
 
-def _allgather_start(tensor: torch.Tensor, name: Optional[str]) -> int:
+def _allgather_start(tensor: torch.Tensor, name: Optional[str], concatenate: Optional[bool] = None,
+                     process_set: Any = global_process_set) -> int:
+    check_global(process_set, "hvd.allgather")
     name = name or _control.auto_name("allgather")
-    concatenate = perseus_config.get().change_hvd_allgather
-    source = tensor.reshape(1) if (concatenate and tensor.dim() == 0) else tensor
+    if concatenate is None:
+        concatenate = perseus_config.get().change_hvd_allgather
+    source = tensor.detach()
+    source = source.reshape(1) if (concatenate and source.dim() == 0) else source
     records = _control.exchange(K_ALLGATHER, name, source, digest=_digest(name))
+    _refuse_joined(records, "hvd.allgather", name)
+    if not concatenate and len({r.shape for r in records}) > 1 and len({r.shape[1:] for r in records if r.shape}) == 1:
+        listing = ", ".join("rank {} {}".format(r.rank, _fmt_shape(r.shape)) for r in records)
+        raise HorovodCollectiveError(
+            "hvd.allgather '{}': ranks passed different first dimensions ({}); PERSEUS_CHANGE_HVD_ALLGATHER=0 (the "
+            "default) stacks equal shapes, set PERSEUS_CHANGE_HVD_ALLGATHER=1 to concatenate along the first "
+            "dimension as Horovod does".format(name, listing))
     active = check_agreement(records, "hvd.allgather", name, same_shape=not concatenate,
                              same_trailing_shape=concatenate)
-    world = basics.world()
     rows = {r.rank: (r.shape[0] if concatenate else 1) for r in active}
     longest = max(r.shape[0] for r in active) if concatenate else None
     padded = source.contiguous()
     if concatenate and source.shape[0] < longest:
         padded = torch.cat([padded, padded.new_zeros((longest - source.shape[0],) + tuple(source.shape[1:]))])
-    gathered = [torch.empty_like(padded) for _ in range(world.size)]
-    work = _ops.allgather(gathered, padded)
+    flat = _ops.allgather_flat(padded if padded.dim() else padded.reshape(1))
 
     def finish() -> torch.Tensor:
-        pieces = [gathered[r][: rows[r]] if concatenate else gathered[r] for r in sorted(rows)]
-        return torch.cat(pieces) if concatenate else torch.stack(pieces)
+        assert flat.result is not None
+        per_rank = flat.result.reshape((len(rows),) + tuple(padded.shape))
+        if not concatenate:
+            return per_rank.reshape((len(rows),) + tuple(source.shape))
+        return torch.cat([per_rank[r][: rows[r]] for r in sorted(rows)])
 
-    return _register(work, finish)
+    return _register(flat, finish)
 
 
-def allgather_async(tensor: torch.Tensor, name: Optional[str] = None) -> int:
-    return _allgather_start(tensor, name)
+def allgather_async(tensor: torch.Tensor, name: Optional[str] = None, process_set: Any = global_process_set) -> int:
+    return _allgather_start(tensor, name, process_set=process_set)
 
 
-def allgather(tensor: torch.Tensor, name: Optional[str] = None) -> torch.Tensor:
+class _Allgather(torch.autograd.Function):
+    """Horovod's HorovodAllgather: the gradient is this rank's part of the averaged output gradient."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str], concatenate: bool) -> torch.Tensor:
+        ctx.concatenate = concatenate
+        ctx.dim = tensor.shape[0] if tensor.dim() else 1
+        return synchronize(_allgather_start(tensor, name, concatenate))
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
+        grad_reduced = allreduce(grad_output, op=Average)
+        rank = basics.rank()
+        if not ctx.concatenate:
+            return grad_reduced[rank], None, None
+        dims = synchronize(_allgather_start(torch.tensor([ctx.dim], dtype=torch.int64), None, True))
+        offset = int(dims[:rank].sum().item())
+        return grad_reduced.narrow(0, offset, ctx.dim), None, None
+
+
+def allgather(tensor: torch.Tensor, name: Optional[str] = None, process_set: Any = global_process_set) -> torch.Tensor:
     """All ranks' tensors: stacked on a new first dimension (PERSEUS_CHANGE_HVD_ALLGATHER=0, the default)
-    or concatenated along the first dimension as Horovod does (PERSEUS_CHANGE_HVD_ALLGATHER=1).
+    or concatenated along the first dimension as Horovod does (PERSEUS_CHANGE_HVD_ALLGATHER=1); differentiable.
 
     Concatenation lets the first dimension differ between ranks; stacking needs equal shapes."""
-    return synchronize(_allgather_start(tensor, name))
+    check_global(process_set, "hvd.allgather")
+    return _Allgather.apply(tensor, name, perseus_config.get().change_hvd_allgather)
+
+
+def grouped_allgather_async(tensors: List[torch.Tensor], name: Optional[str] = None,
+                            process_set: Any = global_process_set) -> int:
+    names = _group_names("grouped_allgather", name, len(tensors))
+    return _grouped_start([_allgather_start(t, n, process_set=process_set) for t, n in zip(tensors, names)])
+
+
+def grouped_allgather(tensors: List[torch.Tensor], name: Optional[str] = None,
+                      process_set: Any = global_process_set) -> List[torch.Tensor]:
+    """allgather of each of `tensors` (PERSEUS_CHANGE_HVD_ALLGATHER decides stacking or concatenation);
+    differentiable."""
+    check_global(process_set, "hvd.grouped_allgather")
+    names = _group_names("grouped_allgather", name, len(tensors))
+    concatenate = perseus_config.get().change_hvd_allgather
+    return [_Allgather.apply(t, n, concatenate) for t, n in zip(tensors, names)]
 
 
 # ---- broadcast --------------------------------------------------------------------------------
 
-def _broadcast_start(tensor: torch.Tensor, output: torch.Tensor, root_rank: int, name: Optional[str]) -> int:
+def _broadcast_start(tensor: torch.Tensor, output: torch.Tensor, root_rank: int, name: Optional[str],
+                     process_set: Any = global_process_set) -> int:
+    check_global(process_set, "hvd.broadcast")
     name = name or _control.auto_name("broadcast")
     world = basics.world()
     if not 0 <= root_rank < world.size:
         raise ValueError("root_rank={} is not a rank of this job (0..{})".format(root_rank, world.size - 1))
     records = _control.exchange(K_BROADCAST, name, tensor, root=root_rank, digest=_digest(name))
+    _refuse_joined(records, "hvd.broadcast", name)
     check_agreement(records, "hvd.broadcast", name)
-    if records[root_rank].joined:
-        raise HorovodCollectiveError("hvd.broadcast '{}': the root rank {} has called hvd.join()".format(name, root_rank))
-    wire = output if output is tensor else tensor.clone()
+    wire = output if output is tensor else tensor.detach().clone()
     wire = wire if wire.is_contiguous() else wire.contiguous()
-    work = _ops.broadcast(wire, root_rank)
+    work = _ops.broadcast(wire if wire is not output else wire.detach(), root_rank)
 
     def finish() -> torch.Tensor:
         if wire is not output:
-            output.copy_(wire)
+            with torch.no_grad():
+                output.copy_(wire)
         return output
 
     return _register(work, finish)
 
 
-def broadcast_async(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None) -> int:
-    return _broadcast_start(tensor, torch.empty_like(tensor), root_rank, name)
+def broadcast_async(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+                    process_set: Any = global_process_set) -> int:
+    return _broadcast_start(tensor, torch.empty_like(tensor), root_rank, name, process_set)
 
 
-def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None) -> int:
-    return _broadcast_start(tensor, tensor, root_rank, name)
+def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+                     process_set: Any = global_process_set) -> int:
+    return _broadcast_start(tensor, tensor, root_rank, name, process_set)
 
 
-def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None) -> torch.Tensor:
-    """A new tensor holding root_rank's `tensor` on every rank."""
-    return synchronize(broadcast_async(tensor, root_rank, name))
+class _Broadcast(torch.autograd.Function):
+    """Horovod's HorovodBroadcast: the gradient is the averaged output gradient on the root, 0 elsewhere."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor, root_rank: int, name: Optional[str]) -> torch.Tensor:
+        ctx.root_rank = root_rank
+        return synchronize(broadcast_async(tensor.detach(), root_rank, name))
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
+        grad_reduced = allreduce(grad_output, op=Average)
+        if basics.rank() != ctx.root_rank:
+            grad_reduced = grad_reduced * 0
+        return grad_reduced, None, None
 
 
-def broadcast_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None) -> torch.Tensor:
+def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+              process_set: Any = global_process_set) -> torch.Tensor:
+    """A new tensor holding root_rank's `tensor` on every rank; differentiable."""
+    check_global(process_set, "hvd.broadcast")
+    return _Broadcast.apply(tensor, root_rank, name)
+
+
+def broadcast_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
+               process_set: Any = global_process_set) -> torch.Tensor:
     """In place: `tensor` becomes root_rank's value."""
-    return synchronize(broadcast_async_(tensor, root_rank, name))
+    return synchronize(broadcast_async_(tensor, root_rank, name, process_set))
+
+
+# ---- reducescatter ------------------------------------------------------------------------------
+
+def _reducescatter_start(tensor: torch.Tensor, name: Optional[str], op: int, prescale_factor: float,
+                         postscale_factor: float, process_set: Any = global_process_set) -> int:
+    check_global(process_set, "hvd.reducescatter")
+    name = name or _control.auto_name("reducescatter")
+    if op not in (Average, Sum):  # Horovod refuses these in the engine: a RuntimeError
+        raise HorovodInternalError("hvd.reducescatter '{}': op must be hvd.Average or hvd.Sum (Horovod's "
+                                   "reducescatter), got {}".format(name, _OP_NAMES.get(op, op)))
+    if tensor.dim() == 0:
+        raise ValueError("hvd.reducescatter '{}': the tensor needs at least one dimension (it is split along the "
+                         "first)".format(name))
+    source = _scale(tensor.detach(), prescale_factor)
+    wide = source.to(torch.float64) if source.dtype in (torch.float16, torch.bfloat16) else source
+    wire = wide.clone().contiguous() if wide is tensor or wide is source else wide.contiguous()
+    records = _control.exchange(K_REDUCESCATTER, name, wire, op=op, digest=_digest(name))
+    _refuse_joined(records, "hvd.reducescatter", name)
+    check_agreement(records, "hvd.reducescatter", name)
+    world = basics.world()
+    work = _ops.allreduce(wire, _ops.SUM)
+    sizes = _kit_ops.split_sizes(tensor.shape[0], world.size)
+    offset = sum(sizes[: world.rank])
+    post = _kit_ops.postscale_for(op, world.size, postscale_factor)
+
+    def finish() -> torch.Tensor:
+        mine = wire.narrow(0, offset, sizes[world.rank])
+        return _scale(mine.to(tensor.dtype) if mine.dtype != tensor.dtype and tensor.dtype in _INTEGER else mine,
+                      post).to(tensor.dtype).clone()
+
+    return _register(work, finish)
+
+
+def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None, op: int = Average,
+                        process_set: Any = global_process_set, prescale_factor: float = 1.0,
+                        postscale_factor: float = 1.0) -> int:
+    return _reducescatter_start(tensor, name, op, prescale_factor, postscale_factor, process_set)
+
+
+class _Reducescatter(torch.autograd.Function):
+    """Horovod's HorovodReducescatter: the gradient is the allgather of the output gradient (times size for
+    Sum, and the scale factors)."""
+
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str], op: int, prescale_factor: float,
+                postscale_factor: float) -> torch.Tensor:
+        ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
+        return synchronize(_reducescatter_start(tensor, name, op, prescale_factor, postscale_factor))
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
+        grad = grad_output
+        if ctx.op == Sum:
+            grad = grad * basics.size()
+        factor = ctx.prescale_factor * ctx.postscale_factor
+        if factor != 1.0:
+            grad = grad * factor
+        return synchronize(_allgather_start(grad, None, True)), None, None, None, None
+
+
+def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression: Any = Compression.none,
+                  op: int = Average, process_set: Any = global_process_set, prescale_factor: float = 1.0,
+                  postscale_factor: float = 1.0) -> torch.Tensor:
+    """This rank's part (split along the first dimension, the first ranks one row more) of the reduction of
+    `tensor` over all ranks; differentiable."""
+    check_global(process_set, "hvd.reducescatter")
+    compressor = compression if compression is not None else Compression.none
+    compressed, ctx = compressor.compress(tensor)
+    out = _Reducescatter.apply(compressed, name, op, prescale_factor, postscale_factor)
+    return compressor.decompress(out, ctx)
+
+
+def grouped_reducescatter_async(tensors: List[torch.Tensor], name: Optional[str] = None, op: int = Average,
+                                process_set: Any = global_process_set, prescale_factor: float = 1.0,
+                                postscale_factor: float = 1.0) -> int:
+    names = _group_names("grouped_reducescatter", name, len(tensors))
+    return _grouped_start([_reducescatter_start(t, n, op, prescale_factor, postscale_factor, process_set)
+                           for t, n in zip(tensors, names)])
+
+
+def grouped_reducescatter(tensors: List[torch.Tensor], name: Optional[str] = None,
+                          compression: Any = Compression.none, op: int = Average,
+                          process_set: Any = global_process_set, prescale_factor: float = 1.0,
+                          postscale_factor: float = 1.0) -> List[torch.Tensor]:
+    check_global(process_set, "hvd.grouped_reducescatter")
+    names = _group_names("grouped_reducescatter", name, len(tensors))
+    return [reducescatter(t, n, compression, op, process_set, prescale_factor, postscale_factor)
+            for t, n in zip(tensors, names)]
+
+
+# ---- alltoall -------------------------------------------------------------------------------------
+
+def _alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str],
+                    process_set: Any = global_process_set) -> int:
+    check_global(process_set, "hvd.alltoall")
+    name = name or _control.auto_name("alltoall")
+    world = basics.world()
+    source = tensor.detach()
+    if source.dim() == 0:
+        raise ValueError("hvd.alltoall '{}': the tensor needs at least one dimension (it is split along the "
+                         "first)".format(name))
+    if splits is None:
+        if source.shape[0] % world.size:
+            raise ValueError("hvd.alltoall '{}': the first dimension ({}) is not divisible by the number of ranks "
+                             "({}); pass splits=".format(name, source.shape[0], world.size))
+        send = [source.shape[0] // world.size] * world.size
+    else:
+        send = [int(s) for s in (splits.tolist() if torch.is_tensor(splits) else list(splits))]
+        if len(send) != world.size or any(s < 0 for s in send):
+            raise ValueError("hvd.alltoall '{}': splits must hold {} non-negative counts (one per rank), got {}".format(
+                name, world.size, send))
+        if sum(send) != source.shape[0]:
+            raise ValueError("hvd.alltoall '{}': splits sum to {} but the first dimension is {}".format(
+                name, sum(send), source.shape[0]))
+    records = _control.exchange(K_ALLTOALL, name, source, digest=_digest(name))
+    _refuse_joined(records, "hvd.alltoall", name)
+    check_agreement(records, "hvd.alltoall", name, same_shape=False, same_trailing_shape=True)
+    longest = max(r.shape[0] for r in records)
+    padded = source.contiguous()
+    if source.shape[0] < longest:
+        padded = torch.cat([padded, padded.new_zeros((longest - source.shape[0],) + tuple(source.shape[1:]))])
+    data = _ops.allgather_flat(padded)
+    counts = _ops.allgather_flat(torch.tensor(send, dtype=torch.int64))
+    me = world.rank
+
+    def finish() -> Tuple[torch.Tensor, torch.Tensor]:
+        assert data.result is not None and counts.result is not None
+        table = counts.result.reshape(world.size, world.size).tolist()  # table[src][dst]
+        per_rank = data.result.reshape((world.size,) + tuple(padded.shape))
+        pieces = []
+        for src in range(world.size):
+            start = sum(table[src][:me])
+            pieces.append(per_rank[src].narrow(0, start, table[src][me]))
+        received = torch.tensor([table[src][me] for src in range(world.size)], dtype=torch.int32)
+        return torch.cat(pieces).to(tensor.device), received
+
+    return _register([data, counts], finish)
+
+
+def alltoall_async(tensor: torch.Tensor, splits: Any = None, name: Optional[str] = None,
+                   process_set: Any = global_process_set) -> int:
+    return _alltoall_start(tensor, splits, name, process_set)
+
+
+class _Alltoall(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx: Any, tensor: torch.Tensor, splits: Any, name: Optional[str]) -> Any:
+        output, received = synchronize(_alltoall_start(tensor, splits, name))
+        ctx.received = received
+        if splits is None:
+            return output
+        ctx.mark_non_differentiable(received)
+        return output, received
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: torch.Tensor, *dead: Any) -> Any:
+        grad, _ = synchronize(_alltoall_start(grad_output, ctx.received, None))
+        return grad, None, None
+
+
+def alltoall(tensor: torch.Tensor, splits: Any = None, name: Optional[str] = None,
+             process_set: Any = global_process_set) -> Any:
+    """Rows of `tensor` sent to each rank (splits[r] rows to rank r, else equal parts); returns the rows received
+    in rank order, and with splits= also how many came from each rank. Differentiable."""
+    check_global(process_set, "hvd.alltoall")
+    return _Alltoall.apply(tensor, splits, name)
 
 
 # ---- join and barrier -------------------------------------------------------------------------
@@ -424,19 +807,12 @@ def announce_step(digest: int, name: str) -> None:
 
 
 def _take_part(record: Record) -> None:
-    """A joined rank's share of the collective `record` describes (zeros in, results dropped)."""
-    world = basics.world()
+    """A joined rank's share of the collective `record` describes (zeros in, results dropped). The other
+    ranks refuse allgather, broadcast, reducescatter and alltoall while a rank has joined (as Horovod does)."""
     if record.kind == K_ALLREDUCE:
         assert record.dtype is not None and record.shape is not None
         zeros = torch.zeros(record.shape, dtype=record.dtype)
         _ops.allreduce(zeros, _TORCH_OPS.get(record.op, _ops.SUM)).wait()
-    elif record.kind == K_ALLGATHER:
-        assert record.dtype is not None and record.shape is not None
-        zeros = torch.zeros(record.shape, dtype=record.dtype)
-        _ops.allgather_flat(zeros).wait()
-    elif record.kind == K_BROADCAST:
-        assert record.dtype is not None and record.shape is not None
-        _ops.broadcast(torch.empty(record.shape, dtype=record.dtype), record.root).wait()
     elif record.kind == K_STEP:
         participant = _step_participants.get(record.digest)
         if participant is None:
@@ -448,18 +824,8 @@ def _take_part(record: Record) -> None:
                                      "call broadcast_parameters() before hvd.join()")
 
 
-def _agreeing_record(active: List[Record]) -> Record:
-    # Shapes of an allgather may differ by rank: size the joined rank's zeros like the longest.
-    first = active[0]
-    if first.kind == K_ALLGATHER and first.shape:
-        longest = max(r.shape[0] for r in active if r.shape)
-        return Record(first.rank, first.kind, False, -1, first.dtype, (longest,) + tuple(first.shape[1:]),
-                      first.root, first.op, first.digest, first.name)
-    return first
-
-
 def join(device: int = -1) -> int:
-    """This rank has no more data: take part (with zeros) in the others' collectives until every rank joined.
+    """This rank has no more data: take part (with zeros) in the others' allreduces until every rank joined.
 
     Returns the rank that joined last. An Average divides by all ranks, joined ones included."""
     join_round = _control.rounds
@@ -469,19 +835,26 @@ def join(device: int = -1) -> int:
         if not active:
             last = max(records, key=lambda r: (r.join_round, r.rank))
             return last.rank
-        check_agreement(records, "hvd.join", active[0].name, same_shape=active[0].kind != K_ALLGATHER,
-                        same_trailing_shape=active[0].kind == K_ALLGATHER)
-        _take_part(_agreeing_record(active))
+        first = active[0]
+        if first.kind in (K_ALLGATHER, K_BROADCAST, K_REDUCESCATTER, K_ALLTOALL):
+            continue  # the active ranks raise (a rank has joined) and go on
+        check_agreement(records, "hvd.join", first.name, same_shape=True)
+        _take_part(first)
 
 
-def barrier() -> None:
+def barrier(process_set: Any = global_process_set) -> None:
     """Block until every rank reached the barrier (joined ranks count as arrived)."""
+    check_global(process_set, "hvd.barrier")
     records = _control.exchange(K_BARRIER, "barrier", digest=_digest("barrier"))
     check_agreement(records, "hvd.barrier", "barrier", same_shape=False)
 
 
 __all__ = [
-    "Adasum", "Average", "Max", "Min", "Product", "Sum", "HorovodCollectiveError", "allgather", "allgather_async",
-    "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "barrier", "broadcast", "broadcast_",
-    "broadcast_async", "broadcast_async_", "join", "poll", "synchronize", "Compressor",
+    "Adasum", "Average", "Max", "Min", "Product", "Sum", "HorovodCollectiveError", "HorovodInternalError",
+    "allgather", "allgather_async", "allreduce", "allreduce_", "allreduce_async", "allreduce_async_", "alltoall",
+    "alltoall_async", "barrier", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
+    "grouped_allgather", "grouped_allgather_async", "grouped_allreduce", "grouped_allreduce_",
+    "grouped_allreduce_async", "grouped_allreduce_async_", "grouped_reducescatter", "grouped_reducescatter_async",
+    "join", "poll", "reducescatter", "reducescatter_async", "sparse_allreduce_async", "synchronize", "Compressor",
+    "global_process_set",
 ]

@@ -6,6 +6,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 
 import torch
 
+from perseus.horovod_kit.process_sets import check_global, global_process_set
 from perseus.torch import _bytes
 from perseus.torch import _control as _ops
 from perseus.torch.horovod import basics
@@ -75,8 +76,10 @@ def _explain_layout_mismatch(named: List[Tuple[str, torch.Tensor]], root_rank: i
                 rank, len(layout), root_rank, len(reference)))
 
 
-def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None) -> Any:
+def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
+                     process_set: Any = global_process_set) -> Any:
     """root_rank's `obj` (any picklable object, tensors included) on every rank."""
+    check_global(process_set, "hvd.broadcast_object")
     name = name or C._control.auto_name("broadcast_object")
     world = basics.world()
     records = C._control.exchange(C.K_BROADCAST_MANY, name, root=root_rank, digest=C._digest(name))
@@ -111,8 +114,23 @@ def allgather_object(obj: Any, name: Optional[str] = None) -> List[Any]:
     return [pickle.loads(_bytes.to_bytes(g[: int(n.item())])) for g, n in zip(gathered, lengths)]
 
 
-def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int) -> None:
-    """Give every rank root_rank's optimizer state (hyper-parameters and per-parameter state such as momentum)."""
+def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, model: Any = None) -> None:
+    """Give every rank root_rank's optimizer state (hyper-parameters and per-parameter state such as momentum).
+    `model` (Horovod: to find sparse parameters) is not needed: the whole state travels as one object.
+
+    As Horovod does, an optimizer without state yet takes one local step on zero gradients first (every
+    parameter that requires a gradient gets a zero one), so that every rank has state to receive."""
+    if len(optimizer.state_dict()["state"]) == 0:
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.requires_grad and p.grad is None:
+                    p.grad = torch.zeros_like(p)
+                    if isinstance(optimizer, torch.optim.SparseAdam):
+                        p.grad = p.grad.to_sparse()
+        if hasattr(optimizer, "_perseus_named"):  # a DistributedOptimizer: the wrapped class's step, no allreduce
+            super(optimizer.__class__, optimizer).step()
+        else:
+            optimizer.step()
     state = broadcast_object(optimizer.state_dict(), root_rank, name="broadcast_optimizer_state")
     if basics.rank() != root_rank:
         optimizer.load_state_dict(state)

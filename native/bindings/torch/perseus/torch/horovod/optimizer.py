@@ -31,6 +31,7 @@ import torch
 
 from perseus import config as perseus_config
 from perseus.torch import _comm, _gradients, _unhonoured
+from perseus.horovod_kit.process_sets import check_global, global_process_set
 from perseus.torch.horovod import basics
 from perseus.torch.horovod import collectives as C
 from perseus.torch.horovod.compression import Compression, FP16Compressor, NoneCompressor
@@ -92,11 +93,15 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if groups_requested:
             warnings.warn("hvd.DistributedOptimizer: groups/num_groups are replaced by perseus's fusion plan "
                           "(PERSEUS_ALLREDUCE_FUSION); the argument has no effect", UserWarning, stacklevel=3)
-        named = [(n, p) for n, p in _named(self.param_groups, named_parameters) if p.requires_grad]
+        every_named = _named(self.param_groups, named_parameters)
+        self._parameter_names = {p: n for n, p in every_named}  # Horovod's attribute: parameter -> name
+        named = [(n, p) for n, p in every_named if p.requires_grad]
         self._perseus_named = list(reversed(named))  # backward produces the last layers' gradients first
         self._perseus_index = {id(p): i for i, (_, p) in enumerate(self._perseus_named)}
         self._perseus_op = op
         self._perseus_sparse_as_dense = sparse_as_dense
+        self._perseus_sparse_grads: Dict[int, torch.Tensor] = {}  # index -> sparse gradient, reduced in synchronize()
+        self._perseus_back_to_sparse: Dict[int, bool] = {}  # sparse_as_dense: made sparse again before the update
         self.backward_passes_per_step = backward_passes_per_step
         self._perseus_passes = [0] * len(self._perseus_named)
         self._perseus_synchronized = False
@@ -137,8 +142,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         grad = param.grad
         if grad.is_sparse:
             if not self._perseus_sparse_as_dense:
-                raise ValueError("not supported: sparse gradient of '{}'; pass sparse_as_dense=True".format(
-                    self._perseus_named[index][0]))
+                # Horovod's sparse allreduce (an allgather of indices and values) in synchronize(); the fused
+                # dense plan carries zeros in its place
+                self._perseus_sparse_grads[index] = grad
+                return torch.zeros(param.shape, dtype=param.dtype, device=param.device)
+            self._perseus_back_to_sparse[index] = True
             grad = grad.to_dense()
             param.grad = grad
         if not grad.is_contiguous():
@@ -169,8 +177,23 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             if engine.communicate:
                 C.announce_step(self._perseus_digest, "DistributedOptimizer")
             engine.wait()
+            self._perseus_sparse_step()
             self._perseus_finished_at = time.perf_counter()
         self._perseus_synchronized = True
+
+    def _perseus_sparse_step(self) -> None:
+        """Sparse gradients as Horovod reduces them (sparse_as_dense=False), in parameter order on every rank;
+        sparse_as_dense=True ones become sparse again before the update."""
+        sparse, self._perseus_sparse_grads = self._perseus_sparse_grads, {}
+        for index in sorted(sparse):
+            name, param = self._perseus_named[index]
+            op = C.Sum if self._perseus_op == C.Sum else C.Average
+            param.grad = C.sparse_allreduce_async(sparse[index], name="sparse." + name, op=op)()
+        back, self._perseus_back_to_sparse = self._perseus_back_to_sparse, {}
+        for index in sorted(back):
+            param = self._perseus_named[index][1]
+            if param.grad is not None and not param.grad.is_sparse:
+                param.grad = param.grad.to_sparse()
 
     def _perseus_local_seconds(self) -> Optional[float]:
         at = getattr(self, "_perseus_finished_at", None)
@@ -233,10 +256,9 @@ def _plan_digest(named: Sequence[Tuple[str, torch.Tensor]], policy: Any, force_f
 def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters: Any = None,
                          compression: Any = Compression.none, backward_passes_per_step: int = 1, op: int = C.Average,
                          gradient_predivide_factor: float = 1.0, num_groups: int = 0, groups: Any = None,
-                         sparse_as_dense: bool = False, process_set: Any = None) -> torch.optim.Optimizer:
+                         sparse_as_dense: bool = False, process_set: Any = global_process_set) -> torch.optim.Optimizer:
     """Wrap `optimizer` so that step() uses gradients averaged (op) over all ranks (Horovod's signature)."""
-    if process_set is not None:
-        raise ValueError("not supported: process_set=...; perseus reduces over all ranks of the job")
+    check_global(process_set, "hvd.DistributedOptimizer")
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
                gradient_predivide_factor, bool(num_groups) or groups is not None, sparse_as_dense)

@@ -1,0 +1,79 @@
+"""perseus.torch.horovod's collectives take the parameters Horovod 0.28's torch API takes, in its order (so
+positional and keyword calls of Horovod code run unchanged); capability queries answer for perseus's engine;
+process sets other than the global one are refused by name. Single process, no job needed."""
+
+import inspect
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+import perseus.torch.horovod as hvd  # noqa: E402
+
+REDUCE = ["tensor", "average", "name", "op", "prescale_factor", "postscale_factor", "process_set"]
+GROUPED = ["tensors"] + REDUCE[1:]
+SCATTER = ["name", "op", "process_set", "prescale_factor", "postscale_factor"]
+
+EXPECTED = {
+    "allreduce": ["tensor", "average", "name", "compression", "op", "prescale_factor", "postscale_factor",
+                  "process_set"],
+    "allreduce_async": REDUCE, "allreduce_": REDUCE, "allreduce_async_": REDUCE,
+    "grouped_allreduce": ["tensors", "average", "name", "compression", "op", "prescale_factor", "postscale_factor",
+                          "process_set"],
+    "grouped_allreduce_async": GROUPED, "grouped_allreduce_": GROUPED, "grouped_allreduce_async_": GROUPED,
+    "sparse_allreduce_async": ["tensor", "name", "op", "process_set"],
+    "allgather": ["tensor", "name", "process_set"], "allgather_async": ["tensor", "name", "process_set"],
+    "grouped_allgather": ["tensors", "name", "process_set"],
+    "grouped_allgather_async": ["tensors", "name", "process_set"],
+    "broadcast": ["tensor", "root_rank", "name", "process_set"],
+    "broadcast_async": ["tensor", "root_rank", "name", "process_set"],
+    "broadcast_": ["tensor", "root_rank", "name", "process_set"],
+    "broadcast_async_": ["tensor", "root_rank", "name", "process_set"],
+    "alltoall": ["tensor", "splits", "name", "process_set"],
+    "alltoall_async": ["tensor", "splits", "name", "process_set"],
+    "reducescatter": ["tensor", "name", "compression"] + SCATTER[1:],
+    "reducescatter_async": ["tensor"] + SCATTER,
+    "grouped_reducescatter": ["tensors", "name", "compression"] + SCATTER[1:],
+    "grouped_reducescatter_async": ["tensors"] + SCATTER,
+    "join": ["device"], "barrier": ["process_set"], "poll": ["handle"], "synchronize": ["handle"],
+    "broadcast_object": ["obj", "root_rank", "name", "process_set"],
+    "broadcast_optimizer_state": ["optimizer", "root_rank", "model"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_signature_matches_horovod(name):
+    assert list(inspect.signature(getattr(hvd, name)).parameters) == EXPECTED[name]
+
+
+def test_defaults_match_horovod():
+    assert inspect.signature(hvd.reducescatter).parameters["op"].default == hvd.Average
+    assert inspect.signature(hvd.allreduce).parameters["process_set"].default is hvd.global_process_set
+
+
+def test_horovod_exception_types():
+    assert issubclass(hvd.HorovodInternalError, RuntimeError)
+    assert issubclass(hvd.HostsUpdatedInterrupt, RuntimeError)
+    assert issubclass(hvd.HorovodCollectiveError, hvd.HorovodInternalError)
+
+
+def test_capabilities_answer_for_perseus_engine():
+    from perseus.torch import _comm, _device
+    _comm.load_library()
+    report = _device.report()
+    assert hvd.gloo_built() is True
+    assert hvd.ccl_built() is False and hvd.ddl_built() is False and hvd.rocm_built() is False
+    assert hvd.mpi_built() is False  # MPI only bootstraps perseus; it never carries tensors
+    assert isinstance(hvd.nccl_built(), int)
+    assert hvd.nccl_built() == (int(report["nccl_version"]) if report["built"] else 0)
+    assert hvd.cuda_built() == bool(report["built"])
+
+
+def test_other_process_sets_are_refused_by_name():
+    other = hvd.ProcessSet([0])
+    with pytest.raises(hvd.NotSupportedByPerseus, match="process_set=.*global process set"):
+        hvd.allreduce(__import__("torch").ones(1), process_set=other)
+    with pytest.raises(hvd.NotSupportedByPerseus, match="hvd.add_process_set"):
+        hvd.add_process_set([0])
