@@ -1,6 +1,7 @@
 """Run one of Horovod's own parallel test files, unmodified, on N ranks under perseusrun against perseus.
 
     python tests/support/run_horovod_suite.py /path/to/horovod/test/parallel/test_torch.py [-np 2] [-k EXPR]
+    .venv-mxnet/bin/python tests/support/run_horovod_suite.py .../test/parallel/test_mxnet1.py   # MXNet's Python
 
 Every rank runs the same pytest with its own JUnit report; a test counts as passed only when it passed
 on every rank, failed when it failed (or errored) on any rank, skipped when skipped on every rank.
@@ -50,7 +51,8 @@ def main(argv: List[str]) -> int:
     test_file = Path(args.test_file).resolve()
     with tempfile.TemporaryDirectory(prefix="hvd-suite-") as tmp:
         env = dict(os.environ)
-        paths = [str(SHIM), str(REPO / "native" / "runtime"), str(REPO / "native" / "bindings" / "torch")]
+        paths = [str(SHIM), str(REPO / "native" / "runtime")] + [
+            str(REPO / "native" / "bindings" / framework) for framework in ("torch", "mxnet")]
         env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env["PERSEUS_CHANGE_HVD_ALLGATHER"] = env.get("PERSEUS_CHANGE_HVD_ALLGATHER", "1")
         pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN",

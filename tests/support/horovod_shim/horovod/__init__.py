@@ -1,4 +1,5 @@
-"""Test-only alias package: `import horovod.torch` resolves to perseus.torch.horovod (see README.md)."""
+"""Test-only alias package: `import horovod.torch` resolves to perseus.torch.horovod, `horovod.mxnet` to
+perseus.mxnet (see README.md)."""
 
 import importlib
 import sys
@@ -7,7 +8,7 @@ import sys
 class _Alias:
     """Finds `horovod.<name>` as the perseus module it stands for, imported on first use."""
 
-    TARGETS = {"horovod.torch": "perseus.torch.horovod"}
+    TARGETS = {"horovod.torch": "perseus.torch.horovod", "horovod.mxnet": "perseus.mxnet"}
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in self.TARGETS:
