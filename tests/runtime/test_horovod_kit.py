@@ -35,10 +35,11 @@ def test_names_count_per_kind():
         ["allreduce.noname.0", "allgather.noname.0", "allreduce.noname.1", "mine"]
 
 
-def test_only_the_global_process_set_is_accepted():
+def test_a_process_set_must_be_registered_before_a_collective_uses_it():
     process_sets.check_global(process_sets.global_process_set, "hvd.allreduce")
     process_sets.check_global(None, "hvd.allreduce")
-    with pytest.raises(errors.NotSupportedByPerseus, match=r"hvd.allgather: process_set=ProcessSet\(.*\[0, 1\]"):
+    with pytest.raises(ValueError, match=r"hvd.allgather: ProcessSet\(.*\[0, 1\]\) is not a registered process set: "
+                                         r"call hvd.add_process_set"):
         process_sets.check_global(process_sets.ProcessSet([1, 0]), "hvd.allgather")
 
 

@@ -1,6 +1,6 @@
 """perseus.torch.horovod's collectives take the parameters Horovod 0.28's torch API takes, in its order (so
 positional and keyword calls of Horovod code run unchanged); capability queries answer for perseus's engine;
-process sets other than the global one are refused by name. Single process, no job needed."""
+an unregistered process set is refused naming hvd.add_process_set. Single process, no job needed."""
 
 import inspect
 import sys
@@ -71,9 +71,8 @@ def test_capabilities_answer_for_perseus_engine():
     assert hvd.cuda_built() == bool(report["built"])
 
 
-def test_other_process_sets_are_refused_by_name():
+def test_an_unregistered_process_set_is_refused_naming_add_process_set():
     other = hvd.ProcessSet([0])
-    with pytest.raises(hvd.NotSupportedByPerseus, match="process_set=.*global process set"):
+    with pytest.raises(ValueError, match=r"hvd.allreduce: ProcessSet\(.*\) is not a registered process set: "
+                                         r"call hvd.add_process_set"):
         hvd.allreduce(__import__("torch").ones(1), process_set=other)
-    with pytest.raises(hvd.NotSupportedByPerseus, match="hvd.add_process_set"):
-        hvd.add_process_set([0])

@@ -1,26 +1,32 @@
-"""Process sets: perseus runs every collective on the global set (all ranks of the job) until process sets are
-built (a separate issue). `process_set=` naming any other set is refused by name."""
+"""Horovod's process sets, framework-neutral: the ProcessSet object, its registration (ids as Horovod gives them)
+and the check a collective makes of its `process_set=` argument. A binding attaches to each registered set what
+runs its collectives (`handle`: perseus.torch attaches an engine over the set's ranks, perseus.engine.groups)."""
 
-from typing import Any, Callable, Dict, Optional
-
-from perseus.horovod_kit.errors import NotSupportedByPerseus
+import threading
+from typing import Any, Callable, Dict, List, Optional
 
 
 class ProcessSet:
-    """Horovod's ProcessSet object for the global set: all ranks, id 0."""
+    """A set of global ranks. The global set (ranks None, id 0) is every rank; another set takes part in
+    collectives once registered (hvd.add_process_set or hvd.init(process_sets=...))."""
 
     def __init__(self, ranks: Optional[Any] = None) -> None:
-        self.ranks = None if ranks is None else sorted(int(r) for r in ranks)
-        self.process_set_id = 0 if ranks is None else None
+        self.ranks = None if ranks is None else sorted(int(r) for r in ranks)  # type: Optional[List[int]]
+        self.process_set_id = 0 if ranks is None else None  # type: Optional[int]
+        self.handle = None  # type: Any
 
     def size(self) -> int:
-        return _queries["size"]()
+        return _queries["size"]() if self.ranks is None else len(self.ranks)
 
     def rank(self) -> int:
-        return _queries["rank"]()
+        """This rank's index in the set, -1 when it is not a member."""
+        me = _queries["rank"]()
+        if self.ranks is None:
+            return me
+        return self.ranks.index(me) if me in self.ranks else -1
 
     def included(self) -> bool:
-        return True
+        return self.ranks is None or _queries["rank"]() in self.ranks
 
     def __repr__(self) -> str:
         return "ProcessSet(process_set_id={}, ranks={})".format(self.process_set_id, self.ranks)
@@ -28,25 +34,83 @@ class ProcessSet:
 
 global_process_set = ProcessSet()
 _queries = {}  # type: Dict[str, Callable[[], int]]
+_lock = threading.Lock()
+_registered = {}  # type: Dict[int, ProcessSet]
+_next_id = [1]
 
 
 def bind_queries(size: Callable[[], int], rank: Callable[[], int]) -> None:
-    """The binding's size()/rank(), which the global ProcessSet answers with."""
+    """The binding's job size and global rank, which ProcessSet answers with."""
     _queries["size"], _queries["rank"] = size, rank
 
 
+def is_global(process_set: Any) -> bool:
+    return process_set is None or process_set is global_process_set or (
+        isinstance(process_set, ProcessSet) and process_set.process_set_id == 0)
+
+
+def reserve(ranks: List[int]) -> int:
+    """The id the next registered set gets (every rank registers sets in the same order, so ids agree)."""
+    with _lock:
+        if any(other.ranks == ranks for other in _registered.values()):
+            raise ValueError("a process set with ranks {} exists already: use it".format(ranks))
+        set_id = _next_id[0]
+        _next_id[0] += 1
+        return set_id
+
+
+def register(process_set: ProcessSet, set_id: int, handle: Any) -> ProcessSet:
+    with _lock:
+        process_set.process_set_id, process_set.handle = set_id, handle
+        _registered[set_id] = process_set
+    return process_set
+
+
+def unregister(process_set: Any) -> Optional[ProcessSet]:
+    """Forgets a registered set (returns it), or None when it was not registered."""
+    with _lock:
+        set_id = getattr(process_set, "process_set_id", None)
+        if set_id is None or set_id == 0 or _registered.get(set_id) is not process_set:
+            return None
+        del _registered[set_id]
+    process_set.process_set_id = None
+    return process_set
+
+
+def unregister_all() -> List[ProcessSet]:
+    """At shutdown: every registered set, forgotten; ids start again at 1."""
+    with _lock:
+        found = list(_registered.values())
+        _registered.clear()
+        _next_id[0] = 1
+    for process_set in found:
+        process_set.process_set_id = None
+    return found
+
+
+def registered_with(handle: Any) -> Optional[ProcessSet]:
+    """The registered set whose binding handle is `handle`, or None."""
+    with _lock:
+        for process_set in _registered.values():
+            if process_set.handle is handle:
+                return process_set
+    return None
+
+
+def member_set(process_set: Any, api: str) -> Optional[ProcessSet]:
+    """None for the global set; the registered set this rank is a member of; else ValueError naming the fix."""
+    if is_global(process_set):
+        return None
+    if not isinstance(process_set, ProcessSet) or process_set.process_set_id is None or \
+            _registered.get(process_set.process_set_id) is not process_set:
+        raise ValueError("{}: {!r} is not a registered process set: call hvd.add_process_set(...) on every rank "
+                         "first (or hvd.init(process_sets=[...]))".format(api, process_set))
+    if not process_set.included():
+        raise ValueError("{}: rank {} is not in {!r}: only its members call collectives on it".format(
+            api, _queries["rank"](), process_set))
+    return process_set
+
+
 def check_global(process_set: Any, api: str) -> None:
-    """Refuse any process set but the global one, naming what to do."""
-    if process_set is None or process_set is global_process_set:
-        return
-    if isinstance(process_set, ProcessSet) and process_set.process_set_id == 0:
-        return
-    raise NotSupportedByPerseus(
-        "{}: process_set={!r} is not supported: perseus runs collectives on the global process set only "
-        "(process sets are not built yet); drop process_set= or pass hvd.global_process_set".format(api, process_set))
-
-
-def refuse(api: str) -> NotSupportedByPerseus:
-    return NotSupportedByPerseus(
-        "{}: process sets other than the global one are not supported by perseus yet; every collective runs on "
-        "all ranks (hvd.global_process_set)".format(api))
+    """A collective's `process_set=`: the global set or a registered set this rank belongs to (ValueError else)."""
+    member_set(process_set, api)

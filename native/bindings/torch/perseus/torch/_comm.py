@@ -230,8 +230,34 @@ _generation = 0
 _next_engine_port: Optional[int] = None
 
 
+_scope = threading.local()  # a process set's world while one of its collectives is being issued
+
+
 def current() -> Optional[World]:
+    """The world collectives run on: a process set's inside using(), else the job's."""
+    scoped = getattr(_scope, "world", None)
+    return scoped if scoped is not None else _world
+
+
+def job() -> Optional[World]:
+    """The job's world (every rank), whatever process set is in use."""
     return _world
+
+
+class using:
+    """`with _comm.using(world):` the collectives this thread issues run on `world` (a process set's)."""
+
+    def __init__(self, world: Optional[World]) -> None:
+        self.world = world
+        self.previous: Optional[World] = None
+
+    def __enter__(self) -> Optional[World]:
+        self.previous = getattr(_scope, "world", None)
+        _scope.world = self.world
+        return self.world
+
+    def __exit__(self, *exc: Any) -> None:
+        _scope.world = self.previous
 
 
 def _torch_dist() -> Any:

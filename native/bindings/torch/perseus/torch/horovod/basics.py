@@ -98,10 +98,9 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
     port through MPI, and torch.distributed is left alone."""
     if comm is not None:
         raise ValueError("not supported: hvd.init(comm=...) (MPI sub-communicators); perseus runs on all ranks of the job")
-    if process_sets is not None:
-        raise _process_sets.refuse("hvd.init(process_sets=...)")
     with _state.lock:
-        if _state.initialized and _comm.current() is not None:
+        if _state.initialized and _comm.job() is not None:
+            _register_sets(process_sets)
             return
         cfg = perseus_config.get()
         env = launch.detect()
@@ -110,10 +109,16 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
             _state.owns_default_group = _init_default_group(cfg, env)
         _comm.world(cfg)
         _state.initialized = True
+        _register_sets(process_sets)
         if not _state.shutdown_at_exit:
             # as Horovod does: a script that never calls hvd.shutdown() still leaves the job in order
             atexit.register(_shutdown_at_exit)
             _state.shutdown_at_exit = True
+
+
+def _register_sets(process_sets: Any) -> None:
+    from perseus.torch.horovod import process_sets as sets
+    sets.register_at_init(process_sets)
 
 
 def shutdown() -> None:
@@ -132,6 +137,8 @@ def _shutdown(agree_ports: bool) -> None:
         for callback in list(_state.shutdown_callbacks):
             callback()
         _state.shutdown_callbacks.clear()
+        from perseus.torch.horovod import process_sets as sets
+        sets.close_all()
         if agree_ports and _comm.current() is not None:
             ports = _comm.agree_next_ports(2)
             _state.next_torch_port = ports[1] if ports and _state.owns_default_group else None
@@ -196,7 +203,17 @@ def _device_report() -> Any:
 
 
 _capabilities = Capabilities(_device_report, is_initialized)
-_process_sets.bind_queries(size, rank)
+def _job_size() -> int:
+    world()
+    return _comm.job().size  # type: ignore[union-attr]
+
+
+def _job_rank() -> int:
+    world()
+    return _comm.job().rank  # type: ignore[union-attr]
+
+
+_process_sets.bind_queries(_job_size, _job_rank)
 
 gloo_built = _capabilities.gloo_built
 nccl_built = _capabilities.nccl_built
@@ -221,8 +238,12 @@ def stop_timeline() -> None:
 
 
 def add_process_set(process_set: Any) -> Any:
-    raise _process_sets.refuse("hvd.add_process_set()")
+    """Registers a process set (a ProcessSet or a list of ranks) on every rank; collective over all ranks."""
+    from perseus.torch.horovod import process_sets as sets
+    return sets.add_process_set(process_set)
 
 
 def remove_process_set(process_set: Any) -> bool:
-    raise _process_sets.refuse("hvd.remove_process_set()")
+    """Unregisters a process set on every rank; collective."""
+    from perseus.torch.horovod import process_sets as sets
+    return sets.remove_process_set(process_set)

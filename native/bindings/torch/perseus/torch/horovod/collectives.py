@@ -11,6 +11,7 @@ Unlike Horovod, ranks must submit collectives in the same order (there is no reo
 import hashlib
 import itertools
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -28,6 +29,8 @@ from perseus.horovod_kit.naming import Namer
 from perseus.horovod_kit.ops import OP_NAMES as _OP_NAMES
 from perseus.horovod_kit.ops import Adasum, Average, Max, Min, Product, Sum
 from perseus.horovod_kit.process_sets import check_global, global_process_set
+from perseus.torch import _comm
+from perseus.torch.horovod.process_sets import on_process_set, set_root
 _TORCH_OPS = {Average: _ops.SUM, Sum: _ops.SUM, Min: _ops.MIN, Max: _ops.MAX,
               Product: _ops.PRODUCT}
 
@@ -90,9 +93,17 @@ class _Control:
         self.lock = threading.RLock()
         self.rounds = 0
         self.namer = Namer()
+        self.set_namers = weakref.WeakKeyDictionary()  # type: weakref.WeakKeyDictionary
 
     def auto_name(self, kind: str) -> str:
-        return self.namer.name(kind)
+        """The next unnamed call of `kind` on the world in use: a process set counts its own calls (its members
+        call them in one order; the job's other ranks do not)."""
+        world = _comm.current()
+        if world is None or world is _comm.job():
+            return self.namer.name(kind)
+        with self.lock:
+            namer = self.set_namers.setdefault(world, Namer())
+        return namer.name(kind)
 
     def exchange(self, kind: int, name: str = "", tensor: Optional[torch.Tensor] = None, root: int = -1,
                  op: int = -1, digest: int = 0, joined: bool = False, join_round: int = -1,
@@ -328,6 +339,7 @@ def _adasum_start(tensor: torch.Tensor, output: torch.Tensor, name: str, prescal
     return _register(work, finish)
 
 
+@on_process_set("hvd.allreduce")
 def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
                     op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                     process_set: Any = global_process_set) -> int:
@@ -336,6 +348,7 @@ def allreduce_async(tensor: torch.Tensor, average: Optional[bool] = None, name: 
                             process_set)
 
 
+@on_process_set("hvd.allreduce")
 def allreduce_async_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
                      op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                      process_set: Any = global_process_set) -> int:
@@ -350,17 +363,20 @@ class _Allreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str], op: int, prescale_factor: float,
                 postscale_factor: float) -> torch.Tensor:
+        ctx.world = _comm.current()  # the process set's world, for backward
         ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
         return synchronize(_allreduce_start(tensor, torch.empty_like(tensor), name, op, None, prescale_factor,
                                             postscale_factor))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
-        grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale_factor,
-                         postscale_factor=ctx.postscale_factor)
-        return grad, None, None, None, None
+        with _comm.using(ctx.world):
+            grad = allreduce(grad_output, op=ctx.op, prescale_factor=ctx.prescale_factor,
+                             postscale_factor=ctx.postscale_factor)
+            return grad, None, None, None, None
 
 
+@on_process_set("hvd.allreduce")
 def allreduce(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
               compression: Any = Compression.none, op: Optional[int] = None, prescale_factor: float = 1.0,
               postscale_factor: float = 1.0, process_set: Any = global_process_set) -> torch.Tensor:
@@ -375,6 +391,7 @@ def allreduce(tensor: torch.Tensor, average: Optional[bool] = None, name: Option
     return compressor.decompress(summed, ctx)
 
 
+@on_process_set("hvd.allreduce")
 def allreduce_(tensor: torch.Tensor, average: Optional[bool] = None, name: Optional[str] = None,
                op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                process_set: Any = global_process_set) -> torch.Tensor:
@@ -397,6 +414,7 @@ def _grouped_start(starts: List[int]) -> int:
     return _register(works, lambda: [p.finish() for p in parts])
 
 
+@on_process_set("hvd.grouped_allreduce")
 def grouped_allreduce_async(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
                             op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                             process_set: Any = global_process_set) -> int:
@@ -406,6 +424,7 @@ def grouped_allreduce_async(tensors: List[torch.Tensor], average: Optional[bool]
                                             process_set) for t, n in zip(tensors, names)])
 
 
+@on_process_set("hvd.grouped_allreduce")
 def grouped_allreduce_async_(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
                              op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                              process_set: Any = global_process_set) -> int:
@@ -419,6 +438,7 @@ class _GroupedAllreduce(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, name: Optional[str], op: int, prescale_factor: float, postscale_factor: float,
                 *tensors: torch.Tensor) -> Any:
+        ctx.world = _comm.current()  # the process set's world, for backward
         ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
         return tuple(synchronize(grouped_allreduce_async(list(tensors), name=name, op=op,
                                                          prescale_factor=prescale_factor,
@@ -426,11 +446,13 @@ class _GroupedAllreduce(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, *grad_output: torch.Tensor) -> Any:
-        grads = grouped_allreduce(list(grad_output), op=ctx.op, prescale_factor=ctx.prescale_factor,
-                                  postscale_factor=ctx.postscale_factor)
-        return (None, None, None, None) + tuple(grads)
+        with _comm.using(ctx.world):
+            grads = grouped_allreduce(list(grad_output), op=ctx.op, prescale_factor=ctx.prescale_factor,
+                                      postscale_factor=ctx.postscale_factor)
+            return (None, None, None, None) + tuple(grads)
 
 
+@on_process_set("hvd.grouped_allreduce")
 def grouped_allreduce(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
                       compression: Any = Compression.none, op: Optional[int] = None, prescale_factor: float = 1.0,
                       postscale_factor: float = 1.0, process_set: Any = global_process_set) -> List[torch.Tensor]:
@@ -443,6 +465,7 @@ def grouped_allreduce(tensors: List[torch.Tensor], average: Optional[bool] = Non
     return [compressor.decompress(t, c) for t, (_, c) in zip(reduced, pairs)]
 
 
+@on_process_set("hvd.grouped_allreduce")
 def grouped_allreduce_(tensors: List[torch.Tensor], average: Optional[bool] = None, name: Optional[str] = None,
                        op: Optional[int] = None, prescale_factor: float = 1.0, postscale_factor: float = 1.0,
                        process_set: Any = global_process_set) -> List[torch.Tensor]:
@@ -450,6 +473,7 @@ def grouped_allreduce_(tensors: List[torch.Tensor], average: Optional[bool] = No
                                                 process_set))
 
 
+@on_process_set("hvd.sparse_allreduce_async")
 def sparse_allreduce_async(tensor: torch.Tensor, name: str, op: int, process_set: Any = global_process_set) -> Any:
     """Horovod's sparse allreduce: an allgather of the indices and of the values; returns a function that waits
     and gives the sparse sum (Average: divided by the ranks) with duplicate indices left uncoalesced."""
@@ -510,6 +534,7 @@ def _allgather_start(tensor: torch.Tensor, name: Optional[str], concatenate: Opt
     return _register(flat, finish)
 
 
+@on_process_set("hvd.allgather")
 def allgather_async(tensor: torch.Tensor, name: Optional[str] = None, process_set: Any = global_process_set) -> int:
     return _allgather_start(tensor, name, process_set=process_set)
 
@@ -519,21 +544,24 @@ class _Allgather(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str], concatenate: bool) -> torch.Tensor:
+        ctx.world = _comm.current()  # the process set's world, for backward
         ctx.concatenate = concatenate
         ctx.dim = tensor.shape[0] if tensor.dim() else 1
         return synchronize(_allgather_start(tensor, name, concatenate))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
-        grad_reduced = allreduce(grad_output, op=Average)
-        rank = basics.rank()
-        if not ctx.concatenate:
-            return grad_reduced[rank], None, None
-        dims = synchronize(_allgather_start(torch.tensor([ctx.dim], dtype=torch.int64), None, True))
-        offset = int(dims[:rank].sum().item())
-        return grad_reduced.narrow(0, offset, ctx.dim), None, None
+        with _comm.using(ctx.world):
+            grad_reduced = allreduce(grad_output, op=Average)
+            rank = basics.rank()
+            if not ctx.concatenate:
+                return grad_reduced[rank], None, None
+            dims = synchronize(_allgather_start(torch.tensor([ctx.dim], dtype=torch.int64), None, True))
+            offset = int(dims[:rank].sum().item())
+            return grad_reduced.narrow(0, offset, ctx.dim), None, None
 
 
+@on_process_set("hvd.allgather")
 def allgather(tensor: torch.Tensor, name: Optional[str] = None, process_set: Any = global_process_set) -> torch.Tensor:
     """All ranks' tensors: stacked on a new first dimension (PERSEUS_CHANGE_HVD_ALLGATHER=0, the default)
     or concatenated along the first dimension as Horovod does (PERSEUS_CHANGE_HVD_ALLGATHER=1); differentiable.
@@ -543,12 +571,14 @@ def allgather(tensor: torch.Tensor, name: Optional[str] = None, process_set: Any
     return _Allgather.apply(tensor, name, perseus_config.get().change_hvd_allgather)
 
 
+@on_process_set("hvd.grouped_allgather")
 def grouped_allgather_async(tensors: List[torch.Tensor], name: Optional[str] = None,
                             process_set: Any = global_process_set) -> int:
     names = _group_names("grouped_allgather", name, len(tensors))
     return _grouped_start([_allgather_start(t, n, process_set=process_set) for t, n in zip(tensors, names)])
 
 
+@on_process_set("hvd.grouped_allgather")
 def grouped_allgather(tensors: List[torch.Tensor], name: Optional[str] = None,
                       process_set: Any = global_process_set) -> List[torch.Tensor]:
     """allgather of each of `tensors` (PERSEUS_CHANGE_HVD_ALLGATHER decides stacking or concatenation);
@@ -566,6 +596,7 @@ def _broadcast_start(tensor: torch.Tensor, output: torch.Tensor, root_rank: int,
     check_global(process_set, "hvd.broadcast")
     name = name or _control.auto_name("broadcast")
     world = basics.world()
+    root_rank = set_root(root_rank, "hvd.broadcast")  # a global rank; in a process set, its index there
     if not 0 <= root_rank < world.size:
         raise ValueError("root_rank={} is not a rank of this job (0..{})".format(root_rank, world.size - 1))
     records = _control.exchange(K_BROADCAST, name, tensor, root=root_rank, digest=_digest(name))
@@ -584,11 +615,13 @@ def _broadcast_start(tensor: torch.Tensor, output: torch.Tensor, root_rank: int,
     return _register(work, finish)
 
 
+@on_process_set("hvd.broadcast")
 def broadcast_async(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
                     process_set: Any = global_process_set) -> int:
     return _broadcast_start(tensor, torch.empty_like(tensor), root_rank, name, process_set)
 
 
+@on_process_set("hvd.broadcast")
 def broadcast_async_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
                      process_set: Any = global_process_set) -> int:
     return _broadcast_start(tensor, tensor, root_rank, name, process_set)
@@ -599,17 +632,20 @@ class _Broadcast(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, root_rank: int, name: Optional[str]) -> torch.Tensor:
+        ctx.world = _comm.current()  # the process set's world, for backward
         ctx.root_rank = root_rank
         return synchronize(broadcast_async(tensor.detach(), root_rank, name))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
-        grad_reduced = allreduce(grad_output, op=Average)
-        if basics.rank() != ctx.root_rank:
-            grad_reduced = grad_reduced * 0
-        return grad_reduced, None, None
+        with _comm.using(ctx.world):
+            grad_reduced = allreduce(grad_output, op=Average)
+            if _comm.job().rank != ctx.root_rank:  # root_rank is a global rank
+                grad_reduced = grad_reduced * 0
+            return grad_reduced, None, None
 
 
+@on_process_set("hvd.broadcast")
 def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
               process_set: Any = global_process_set) -> torch.Tensor:
     """A new tensor holding root_rank's `tensor` on every rank; differentiable."""
@@ -617,6 +653,7 @@ def broadcast(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
     return _Broadcast.apply(tensor, root_rank, name)
 
 
+@on_process_set("hvd.broadcast")
 def broadcast_(tensor: torch.Tensor, root_rank: int, name: Optional[str] = None,
                process_set: Any = global_process_set) -> torch.Tensor:
     """In place: `tensor` becomes root_rank's value."""
@@ -655,6 +692,7 @@ def _reducescatter_start(tensor: torch.Tensor, name: Optional[str], op: int, pre
     return _register(work, finish)
 
 
+@on_process_set("hvd.reducescatter")
 def reducescatter_async(tensor: torch.Tensor, name: Optional[str] = None, op: int = Average,
                         process_set: Any = global_process_set, prescale_factor: float = 1.0,
                         postscale_factor: float = 1.0) -> int:
@@ -668,20 +706,23 @@ class _Reducescatter(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, name: Optional[str], op: int, prescale_factor: float,
                 postscale_factor: float) -> torch.Tensor:
+        ctx.world = _comm.current()  # the process set's world, for backward
         ctx.op, ctx.prescale_factor, ctx.postscale_factor = op, prescale_factor, postscale_factor
         return synchronize(_reducescatter_start(tensor, name, op, prescale_factor, postscale_factor))
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor) -> Any:
-        grad = grad_output
-        if ctx.op == Sum:
-            grad = grad * basics.size()
-        factor = ctx.prescale_factor * ctx.postscale_factor
-        if factor != 1.0:
-            grad = grad * factor
-        return synchronize(_allgather_start(grad, None, True)), None, None, None, None
+        with _comm.using(ctx.world):
+            grad = grad_output
+            if ctx.op == Sum:
+                grad = grad * basics.size()
+            factor = ctx.prescale_factor * ctx.postscale_factor
+            if factor != 1.0:
+                grad = grad * factor
+            return synchronize(_allgather_start(grad, None, True)), None, None, None, None
 
 
+@on_process_set("hvd.reducescatter")
 def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression: Any = Compression.none,
                   op: int = Average, process_set: Any = global_process_set, prescale_factor: float = 1.0,
                   postscale_factor: float = 1.0) -> torch.Tensor:
@@ -694,6 +735,7 @@ def reducescatter(tensor: torch.Tensor, name: Optional[str] = None, compression:
     return compressor.decompress(out, ctx)
 
 
+@on_process_set("hvd.grouped_reducescatter")
 def grouped_reducescatter_async(tensors: List[torch.Tensor], name: Optional[str] = None, op: int = Average,
                                 process_set: Any = global_process_set, prescale_factor: float = 1.0,
                                 postscale_factor: float = 1.0) -> int:
@@ -702,6 +744,7 @@ def grouped_reducescatter_async(tensors: List[torch.Tensor], name: Optional[str]
                            for t, n in zip(tensors, names)])
 
 
+@on_process_set("hvd.grouped_reducescatter")
 def grouped_reducescatter(tensors: List[torch.Tensor], name: Optional[str] = None,
                           compression: Any = Compression.none, op: int = Average,
                           process_set: Any = global_process_set, prescale_factor: float = 1.0,
@@ -761,6 +804,7 @@ def _alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str],
     return _register([data, counts], finish)
 
 
+@on_process_set("hvd.alltoall")
 def alltoall_async(tensor: torch.Tensor, splits: Any = None, name: Optional[str] = None,
                    process_set: Any = global_process_set) -> int:
     return _alltoall_start(tensor, splits, name, process_set)
@@ -769,6 +813,7 @@ def alltoall_async(tensor: torch.Tensor, splits: Any = None, name: Optional[str]
 class _Alltoall(torch.autograd.Function):
     @staticmethod
     def forward(ctx: Any, tensor: torch.Tensor, splits: Any, name: Optional[str]) -> Any:
+        ctx.world = _comm.current()  # the process set's world, for backward
         output, received = synchronize(_alltoall_start(tensor, splits, name))
         ctx.received = received
         if splits is None:
@@ -778,10 +823,12 @@ class _Alltoall(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx: Any, grad_output: torch.Tensor, *dead: Any) -> Any:
-        grad, _ = synchronize(_alltoall_start(grad_output, ctx.received, None))
-        return grad, None, None
+        with _comm.using(ctx.world):
+            grad, _ = synchronize(_alltoall_start(grad_output, ctx.received, None))
+            return grad, None, None
 
 
+@on_process_set("hvd.alltoall")
 def alltoall(tensor: torch.Tensor, splits: Any = None, name: Optional[str] = None,
              process_set: Any = global_process_set) -> Any:
     """Rows of `tensor` sent to each rank (splits[r] rows to rank r, else equal parts); returns the rows received
@@ -842,6 +889,7 @@ def join(device: int = -1) -> int:
         _take_part(first)
 
 
+@on_process_set("hvd.barrier")
 def barrier(process_set: Any = global_process_set) -> None:
     """Block until every rank reached the barrier (joined ranks count as arrived)."""
     check_global(process_set, "hvd.barrier")

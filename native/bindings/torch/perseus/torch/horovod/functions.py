@@ -7,6 +7,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple, Union
 import torch
 
 from perseus.horovod_kit.process_sets import check_global, global_process_set
+from perseus.torch.horovod.process_sets import on_process_set, set_root
 from perseus.torch import _bytes
 from perseus.torch import _control as _ops
 from perseus.torch.horovod import basics
@@ -76,12 +77,14 @@ def _explain_layout_mismatch(named: List[Tuple[str, torch.Tensor]], root_rank: i
                 rank, len(layout), root_rank, len(reference)))
 
 
+@on_process_set("hvd.broadcast_object")
 def broadcast_object(obj: Any, root_rank: int = 0, name: Optional[str] = None,
                      process_set: Any = global_process_set) -> Any:
-    """root_rank's `obj` (any picklable object, tensors included) on every rank."""
+    """root_rank's `obj` (any picklable object, tensors included) on every rank (of the process set)."""
     check_global(process_set, "hvd.broadcast_object")
     name = name or C._control.auto_name("broadcast_object")
     world = basics.world()
+    root_rank = set_root(root_rank, "hvd.broadcast_object")  # a global rank; in a process set, its index there
     records = C._control.exchange(C.K_BROADCAST_MANY, name, root=root_rank, digest=C._digest(name))
     if any(r.joined for r in records):
         raise C.HorovodCollectiveError("broadcast_object('{}'): a rank has called hvd.join()".format(name))

@@ -31,7 +31,8 @@ import torch
 
 from perseus import config as perseus_config
 from perseus.torch import _comm, _gradients, _unhonoured
-from perseus.horovod_kit.process_sets import check_global, global_process_set
+from perseus.horovod_kit.errors import NotSupportedByPerseus
+from perseus.horovod_kit.process_sets import global_process_set, is_global
 from perseus.torch.horovod import basics
 from perseus.torch.horovod import collectives as C
 from perseus.torch.horovod.compression import Compression, FP16Compressor, NoneCompressor
@@ -258,7 +259,11 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters: Any
                          gradient_predivide_factor: float = 1.0, num_groups: int = 0, groups: Any = None,
                          sparse_as_dense: bool = False, process_set: Any = global_process_set) -> torch.optim.Optimizer:
     """Wrap `optimizer` so that step() uses gradients averaged (op) over all ranks (Horovod's signature)."""
-    check_global(process_set, "hvd.DistributedOptimizer")
+    if not is_global(process_set):
+        raise NotSupportedByPerseus(
+            "hvd.DistributedOptimizer(process_set={!r}) is not supported yet: the optimizer reduces over every rank; "
+            "for a subset, reduce its gradients with hvd.allreduce(..., process_set=...) (collectives take process "
+            "sets)".format(process_set))
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
                gradient_predivide_factor, bool(num_groups) or groups is not None, sparse_as_dense)
