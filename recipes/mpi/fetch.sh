@@ -28,15 +28,25 @@ mkdir -p "$CACHE" && CACHE="$(cd "$CACHE" && pwd)"
 MIRRORS="${MPI_DEB_MIRRORS:-http://deb.debian.org/debian http://archive.debian.org/debian}"
 
 die() { echo "recipes/mpi: $*" >&2; exit 1; }
-[ "$(uname -m)" = "x86_64" ] || die "only x86_64 (Debian amd64) is pinned here (got $(uname -m))"
+case "$(uname -m)" in
+  x86_64) ARCH=amd64; TRIPLET=x86_64-linux-gnu ;;
+  aarch64) ARCH=arm64; TRIPLET=aarch64-linux-gnu ;;
+  *) die "only x86_64 and aarch64 (Debian amd64, arm64) are pinned here (got $(uname -m))" ;;
+esac
 
-# flavour package version pool-path sha256 (bookworm main, amd64)
-PINS="openmpi libopenmpi-dev 4.1.4-3+b1 pool/main/o/openmpi 089c17e74439e53ad6cab5f11d935bc9df93b26da0bd87b2b72eb789b467bea2
+# flavour package version pool-path sha256, per architecture (bookworm main; `apt-cache show`, Checksums-Sha256)
+PINS_amd64="openmpi libopenmpi-dev 4.1.4-3+b1 pool/main/o/openmpi 089c17e74439e53ad6cab5f11d935bc9df93b26da0bd87b2b72eb789b467bea2
 openmpi libopenmpi3 4.1.4-3+b1 pool/main/o/openmpi acbb84293aa092a49a457a724d293ff0bcceabf297f2828ef9e8cad08b28fc99
 mpich libmpich-dev 4.0.2-3+b1 pool/main/m/mpich d7fc62d292e0ff3a08a73b5293cb38e8ffdbcc31ff93c1ca12ab448b3d6140dc
 mpich libmpich12 4.0.2-3+b1 pool/main/m/mpich 71f5eb0b1211c775a58ab59338e52bfe54f767281d1cdf735e18e9b8b602fde1"
+PINS_arm64="openmpi libopenmpi-dev 4.1.4-3+b1 pool/main/o/openmpi bfb23a3edd52df4c3a620065b4877ef03c7648ffca4ac21f8e8b83cc627b168e
+openmpi libopenmpi3 4.1.4-3+b1 pool/main/o/openmpi 35635bafc712a7d2305ffa68b52faceacdad8f8da99449022ee78b2ac5ec77f6
+mpich libmpich-dev 4.0.2-3+b1 pool/main/m/mpich d8dd53b6daf9c4e9dcb30daead54b5829a44d6da9f964dbaf70c61fd7c4485c4
+mpich libmpich12 4.0.2-3+b1 pool/main/m/mpich 0859a44463cfd768942759249a23e2d87fcf0d86fa4419d156abe5ca3dfbe5d1"
+PINS_var="PINS_$ARCH"
+PINS="${!PINS_var}"
 LAYOUT="v1"
-root="$CACHE/openmpi-4.1.4-3+b1-mpich-4.0.2-3+b1-$LAYOUT/root"
+root="$CACHE/openmpi-4.1.4-3+b1-mpich-4.0.2-3+b1-$ARCH-$LAYOUT/root"
 
 report() { echo "$root"; [ "${1:-}" = "" ] || echo "$root" >"$1"; }
 if [ "${MPI_FETCH_ONLY:-}" != "1" ] && [ -f "$root/.complete" ]; then
@@ -54,7 +64,7 @@ download() {  # download URL FILE
 debs="$CACHE/debs"
 mkdir -p "$debs"
 while read -r flavour package version pool sha; do
-  file="${package}_${version}_amd64.deb"
+  file="${package}_${version}_${ARCH}.deb"
   check_sha "$debs/$file" "$sha" && continue
   got=""
   for mirror in $MIRRORS; do
@@ -83,24 +93,24 @@ unpack() {  # unpack DEB DIR
 work="$(dirname "$root")"
 rm -rf "$work" && mkdir -p "$work/debian" "$root"
 while read -r flavour package version pool sha; do
-  unpack "$debs/${package}_${version}_amd64.deb" "$work/debian"
+  unpack "$debs/${package}_${version}_${ARCH}.deb" "$work/debian"
 done <<<"$PINS"
 
-lib="$work/debian/usr/lib/x86_64-linux-gnu"
+lib="$work/debian/usr/lib/$TRIPLET"
 # One folder per MPI with include/ and lib/; the library under its soname, and the unversioned link name
 # the linker looks for (Debian's libmpi.so points into /etc/alternatives: not followed here).
 mkdir -p "$root/openmpi/lib" "$root/mpich/lib"
 cp -a "$lib/openmpi/include" "$root/openmpi/include"
 cp -L "$lib/libmpi.so.40" "$root/openmpi/lib/libmpi.so.40"
 ln -s libmpi.so.40 "$root/openmpi/lib/libmpi.so"
-cp -a "$work/debian/usr/include/x86_64-linux-gnu/mpich" "$root/mpich/include"
+cp -a "$work/debian/usr/include/$TRIPLET/mpich" "$root/mpich/include"
 cp -L "$lib/libmpich.so.12" "$root/mpich/lib/libmpich.so.12"
 ln -s libmpich.so.12 "$root/mpich/lib/libmpich.so"
 for f in openmpi/include/mpi.h openmpi/lib/libmpi.so.40 mpich/include/mpi.h mpich/lib/libmpich.so.12; do
   [ -f "$root/$f" ] || die "no $f after unpacking the pinned packages"
 done
 # What the plugins were built against, for the build manifest
-printf '{"openmpi": "libopenmpi-dev 4.1.4-3+b1 (Debian bookworm)", "mpich": "libmpich-dev 4.0.2-3+b1 (Debian bookworm)"}\n' \
+printf '{"openmpi": "libopenmpi-dev 4.1.4-3+b1 (Debian bookworm %s)", "mpich": "libmpich-dev 4.0.2-3+b1 (Debian bookworm %s)"}\n' "$ARCH" "$ARCH" \
   >"$root/headers.json"
 rm -rf "$work/debian"
 touch "$root/.complete"

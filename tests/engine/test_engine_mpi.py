@@ -32,7 +32,7 @@ def mpirun(library, np, case, env):
         pytest.fail("mpirun not found: bash tests/run/install_test_deps.sh installs Open MPI")
     plugin = Path(library).with_name("libperseus_mpi_openmpi.so")
     if not plugin.is_file():
-        pytest.fail("no {}: build the engine with Open MPI's headers (apt-get install libopenmpi-dev)".format(plugin))
+        pytest.fail("no {}: the engine's build makes it from recipes/mpi/fetch.sh's headers".format(plugin))
     full = base_env(library, env)
     assert "MASTER_ADDR" not in full and "PERSEUS_MASTER_PORT" not in full
     exported = ["PERSEUS_ENGINE_LIBRARY", "PYTHONPATH", "GLOO_TIMEOUT_SECONDS"] + sorted(env)
@@ -64,10 +64,10 @@ def test_plain_mpirun_allreduce_and_allgather(engine_library, np):
 def test_plain_mpich_mpirun(engine_library, np):
     """MPICH's Hydra (mpirun.mpich): PMI_* variables, the MPICH bootstrap plugin."""
     if shutil.which("mpirun.mpich") is None:
-        pytest.fail("mpirun.mpich not found: apt-get install mpich libmpich-dev (dev/lib.sh installs them)")
+        pytest.fail("mpirun.mpich not found: apt-get install mpich (dev/lib.sh installs it)")
     plugin = Path(engine_library).with_name("libperseus_mpi_mpich.so")
     if not plugin.is_file():
-        pytest.fail("no {}: build the engine with MPICH's headers (apt-get install libmpich-dev)".format(plugin))
+        pytest.fail("no {}: the engine's build makes it from recipes/mpi/fetch.sh's headers".format(plugin))
     env = base_env(engine_library, {"PERSEUS_ALLREDUCE_DTYPE": "0", "TEST_OP": "average"})
     proc = subprocess.run(["mpirun.mpich", "-np", str(np), sys.executable, str(WORKER), "allreduce"], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)

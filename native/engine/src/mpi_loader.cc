@@ -7,6 +7,7 @@
 
 #include "../mpi/mpi_bootstrap.h"
 #include "errors.h"
+#include "options.h"
 #include "perseus/variables.h"
 
 namespace perseus::engine {
@@ -39,7 +40,7 @@ std::string engine_dir() {
 void options_from_mpi(perseus_engine_options* o) {
   std::string path;
   std::string kind = "explicit";
-  if (const char* explicit_path = env(PERSEUS_ENV_MPI_BOOTSTRAP_LIBRARY)) {
+  if (const char* explicit_path = setting(PERSEUS_ENV_MPI_BOOTSTRAP_LIBRARY).value) {
     path = explicit_path;
   } else {
     kind = flavour();
@@ -51,8 +52,9 @@ void options_from_mpi(perseus_engine_options* o) {
     const char* why = dlerror();
     throw EngineError(PERSEUS_ENGINE_INVALID_ARGUMENT,
                       "perseus engine: cannot load the MPI bootstrap plugin " + path + ": " + (why ? why : "") +
-                          ". A plugin exists for each MPI whose headers were there at build time (Debian: libopenmpi-dev, "
-                          "libmpich-dev) and needs that MPI's runtime library (libopenmpi3, libmpich12); or set "
+                          ". Every wheel ships libperseus_mpi_openmpi.so and libperseus_mpi_mpich.so (reinstall it if one is "
+                          "missing); each needs its MPI's runtime library: Open MPI 4.x/5.x's libmpi.so.40 "
+                          "(Debian: libopenmpi3), MPICH's libmpich.so.12 (Debian: libmpich12); or set "
                           "MASTER_ADDR and PERSEUS_MASTER_PORT instead");
   }
   auto fn = reinterpret_cast<perseus_mpi_bootstrap_fn>(dlsym(handle, "perseus_mpi_bootstrap"));
