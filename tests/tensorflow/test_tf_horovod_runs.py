@@ -14,6 +14,8 @@ from typing import Dict, List, Sequence
 
 import pytest
 
+from support.spellings import NANCHECK_SPELLINGS
+
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
 TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")  # perseusrun's [R] or Open MPI's [J,R]
 
@@ -126,3 +128,20 @@ def test_tf1_graph_with_distributed_adam_and_broadcast_hook():
         losses = r["losses"]
         assert losses[-1] < 0.5 * losses[0], losses
         assert all(b < a for a, b in zip(losses, losses[1:])), losses
+
+
+@pytest.mark.usefixtures("ops")
+@pytest.mark.parametrize("spelling", NANCHECK_SPELLINGS)
+def test_an_inf_gradient_is_stopped(spelling):
+    """DistributedGradientTape raises the engine's NaN-check error on every rank under the declared name and under
+    every alias (the manual's PERSEUS_ALLREDUCE_NANHECK) alike."""
+    for r in run_job("nancheck", {spelling: "1"}):
+        assert r["raised"] is not None, r
+        assert "PERSEUS_ALLREDUCE_NANCHECK: the reduced result of" in r["message"] and "not finite" in r["message"], r
+
+
+@pytest.mark.usefixtures("ops")
+def test_an_inf_gradient_trains_on_without_the_check():
+    """The control: without the variable the same step leaves non-finite weights and raises nothing."""
+    for r in run_job("nancheck"):
+        assert r["raised"] is None and r["finite"] is False, r
