@@ -136,7 +136,8 @@ def test_parts_are_listed_and_a_missing_one_is_an_error(tmp_path):
     """doctor lists the MPI bootstrap plugins a wheel's manifest declares, and names one that is not on disk."""
     torch = _torch()
     common = importlib.metadata.version("perseus-common")
-    manifest = {"release": common, "version": "{}+{}".format(common, torch.__version__), "torch_version": torch.__version__,
+    manifest = {"release": common, "version": "{}+{}".format(common, torch.__version__.split("+")[0]),
+                "torch_version": torch.__version__,
                 "torch_cuda": torch.version.cuda, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
                 "python_tag": "py3", "mpi_plugins": ["libperseus_mpi_openmpi.so", "libperseus_mpi_mpich.so"],
                 "mpi_headers": {"openmpi": "libopenmpi-dev 4.1.4-3+b1 (Debian bookworm amd64)",
