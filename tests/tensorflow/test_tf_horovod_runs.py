@@ -145,3 +145,27 @@ def test_an_inf_gradient_trains_on_without_the_check():
     """The control: without the variable the same step leaves non-finite weights and raises nothing."""
     for r in run_job("nancheck"):
         assert r["raised"] is None and r["finite"] is False, r
+
+
+@pytest.mark.usefixtures("ops")
+@pytest.mark.parametrize("launcher", ["openmpi", "mpich"])
+def test_plain_mpirun_without_master_addr(launcher):
+    """A plain `mpirun` (Open MPI) / `mpiexec` (MPICH) with no MASTER_ADDR: the wheel's MPI bootstrap plugins agree
+    rank 0's address through MPI; the collectives and the training loop give what they give under perseusrun."""
+    command = {"openmpi": ["mpirun"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) +
+                          ["-np", "2", "--oversubscribe", "--bind-to", "none"],
+               "mpich": ["mpiexec.mpich", "-n", "2"]}[launcher]
+    if shutil.which(command[0]) is None:
+        pytest.fail("{} not found: bash tests/run/install_test_deps.sh / dev/lib.sh install it".format(command[0]))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_", "PMI"))}
+    env.update({"TF_CPP_MIN_LOG_LEVEL": "3", "GLOO_TIMEOUT_SECONDS": "60"})
+    if launcher == "openmpi":
+        command += ["-x", "TF_CPP_MIN_LOG_LEVEL", "-x", "GLOO_TIMEOUT_SECONDS"]
+    proc = subprocess.run(command + [sys.executable, str(WORKER), "tape"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = sorted((json.JSONDecoder().raw_decode(proc.stdout[m.end():])[0] for m in re.finditer(r"REPORT ", proc.stdout)),
+                   key=lambda r: r["rank"])
+    check_collectives(found)
+    assert found[0]["after"] == found[1]["after"]
