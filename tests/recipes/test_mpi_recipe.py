@@ -80,3 +80,22 @@ def test_built_plugins_name_their_mpi_and_no_rpath():
     cache = (REPO_ROOT / "native" / "build" / "CMakeCache.txt").read_text()
     root = next(line.split("=", 1)[1] for line in cache.splitlines() if line.startswith("PERSEUS_MPI_ROOT:"))
     assert root.startswith(str(CACHE)) or os.environ.get("MPI_CACHE_DIR", "\0") in root, root
+
+
+def test_a_declared_plugin_that_cannot_be_built_fails_the_configure_step_naming_it(debs, tmp_path):
+    """A root holding Open MPI's headers but not MPICH's: CMake stops, naming libperseus_mpi_mpich.so."""
+    prefix_file = REPO_ROOT / ".cache" / "gloo" / "prefix"
+    if not prefix_file.is_file():
+        pytest.fail("no .cache/gloo/prefix: run bash recipes/gloo/build.sh .cache/gloo/prefix (dev/test.sh, stage gloo)")
+    shutil.copytree(debs, tmp_path / "cache" / "debs")
+    proc = run(tmp_path / "cache")  # a root of its own, from the checked .debs
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    root = Path(proc.stdout.strip())
+    shutil.rmtree(root / "mpich")
+    configure = subprocess.run(
+        ["cmake", "-S", str(REPO_ROOT / "native"), "-B", str(tmp_path / "build"), "-DPERSEUS_WITH_CUDA=OFF",
+         "-DPERSEUS_WITH_ENGINE=ON", f"-DPERSEUS_GLOO_PREFIX={prefix_file.read_text().strip()}",
+         f"-DPERSEUS_MPI_ROOT={root}"], capture_output=True, text=True, timeout=300)
+    out = configure.stdout + configure.stderr
+    assert configure.returncode != 0, out[-3000:]
+    assert "cannot build the declared part libperseus_mpi_mpich.so" in " ".join(out.split()), out[-3000:]
