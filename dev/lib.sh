@@ -49,7 +49,7 @@ apt_install() {  # apt_install PKG...: install the Debian packages that are miss
 }
 
 bootstrap_tool() {  # the build tool and its test dependencies in .venv
-  apt_install cmake ninja-build g++ git
+  apt_install cmake ninja-build g++ git curl  # curl: recipes/mpi/fetch.sh (the MPI plugins' headers)
   if [ ! -x "$VENV/bin/python" ]; then
     "$(find_python "$TOOL_PYTHON_VERSION")" -m venv "$VENV"
   fi
