@@ -8,12 +8,12 @@
 #   bash recipes/mpi/fetch.sh [ROOT_FILE]   # prints the root (and writes it to ROOT_FILE)
 #
 #   <root>/openmpi/include/mpi.h   <root>/openmpi/lib/libmpi.so      (Open MPI 4.1.4: libmpi.so.40)
-#   <root>/mpich/include/mpi.h     <root>/mpich/lib/libmpich.so      (MPICH 4.0.2: libmpich.so.12)
+#   <root>/mpich/include/mpi.h                                       (MPICH 4.0.2, the MPICH ABI)
 #
-# The libraries are only linked against (DT_NEEDED libmpi.so.40 / libmpich.so.12); a wheel never carries
-# them (auditwheel --exclude): a job loads its own MPI's. Open MPI 4.0-5.x keep the libmpi.so.40 soname
-# and the MPI-3 C API the plugin uses; Debian's MPICH is libmpich.so.12 (PyPI's `mpich` wheel names it
-# libmpi.so.12: install Debian's or your distribution's MPICH runtime, or set PERSEUS_MPI_BOOTSTRAP_LIBRARY).
+# Open MPI's library is only linked against (DT_NEEDED libmpi.so.40, the soname of Open MPI 4.0-5.x); a
+# wheel never carries it (auditwheel --exclude): a job loads its own MPI's. The MPICH plugin links nothing:
+# MPICH's ABI (soname 12) is libmpich.so.12 in Debian and libmpi.so.12 in MPICH's own builds and PyPI's
+# `mpich`, so the engine loads whichever the job has before the plugin.
 #
 # Environment: MPI_CACHE_DIR (default <repo>/.cache/mpi); MPI_DEB_MIRRORS (space-separated, default
 # deb.debian.org then archive.debian.org, where bookworm moves when it is archived).
@@ -37,15 +37,13 @@ esac
 # flavour package version pool-path sha256, per architecture (bookworm main; `apt-cache show`, Checksums-Sha256)
 PINS_amd64="openmpi libopenmpi-dev 4.1.4-3+b1 pool/main/o/openmpi 089c17e74439e53ad6cab5f11d935bc9df93b26da0bd87b2b72eb789b467bea2
 openmpi libopenmpi3 4.1.4-3+b1 pool/main/o/openmpi acbb84293aa092a49a457a724d293ff0bcceabf297f2828ef9e8cad08b28fc99
-mpich libmpich-dev 4.0.2-3+b1 pool/main/m/mpich d7fc62d292e0ff3a08a73b5293cb38e8ffdbcc31ff93c1ca12ab448b3d6140dc
-mpich libmpich12 4.0.2-3+b1 pool/main/m/mpich 71f5eb0b1211c775a58ab59338e52bfe54f767281d1cdf735e18e9b8b602fde1"
+mpich libmpich-dev 4.0.2-3+b1 pool/main/m/mpich d7fc62d292e0ff3a08a73b5293cb38e8ffdbcc31ff93c1ca12ab448b3d6140dc"
 PINS_arm64="openmpi libopenmpi-dev 4.1.4-3+b1 pool/main/o/openmpi bfb23a3edd52df4c3a620065b4877ef03c7648ffca4ac21f8e8b83cc627b168e
 openmpi libopenmpi3 4.1.4-3+b1 pool/main/o/openmpi 35635bafc712a7d2305ffa68b52faceacdad8f8da99449022ee78b2ac5ec77f6
-mpich libmpich-dev 4.0.2-3+b1 pool/main/m/mpich d8dd53b6daf9c4e9dcb30daead54b5829a44d6da9f964dbaf70c61fd7c4485c4
-mpich libmpich12 4.0.2-3+b1 pool/main/m/mpich 0859a44463cfd768942759249a23e2d87fcf0d86fa4419d156abe5ca3dfbe5d1"
+mpich libmpich-dev 4.0.2-3+b1 pool/main/m/mpich d8dd53b6daf9c4e9dcb30daead54b5829a44d6da9f964dbaf70c61fd7c4485c4"
 PINS_var="PINS_$ARCH"
 PINS="${!PINS_var}"
-LAYOUT="v1"
+LAYOUT="v2"
 root="$CACHE/openmpi-4.1.4-3+b1-mpich-4.0.2-3+b1-$ARCH-$LAYOUT/root"
 
 report() { echo "$root"; [ "${1:-}" = "" ] || echo "$root" >"$1"; }
@@ -97,16 +95,15 @@ while read -r flavour package version pool sha; do
 done <<<"$PINS"
 
 lib="$work/debian/usr/lib/$TRIPLET"
-# One folder per MPI with include/ and lib/; the library under its soname, and the unversioned link name
-# the linker looks for (Debian's libmpi.so points into /etc/alternatives: not followed here).
-mkdir -p "$root/openmpi/lib" "$root/mpich/lib"
+# One folder per MPI: include/, and for Open MPI lib/ with libmpi.so.40 under its soname and the link name the
+# linker looks for (Debian's libmpi.so points into /etc/alternatives: not followed here). MPICH's plugin links
+# no library (its soname differs between builds: the engine loads the job's first), so only its headers.
+mkdir -p "$root/openmpi/lib" "$root/mpich"
 cp -a "$lib/openmpi/include" "$root/openmpi/include"
 cp -L "$lib/libmpi.so.40" "$root/openmpi/lib/libmpi.so.40"
 ln -s libmpi.so.40 "$root/openmpi/lib/libmpi.so"
 cp -a "$work/debian/usr/include/$TRIPLET/mpich" "$root/mpich/include"
-cp -L "$lib/libmpich.so.12" "$root/mpich/lib/libmpich.so.12"
-ln -s libmpich.so.12 "$root/mpich/lib/libmpich.so"
-for f in openmpi/include/mpi.h openmpi/lib/libmpi.so.40 mpich/include/mpi.h mpich/lib/libmpich.so.12; do
+for f in openmpi/include/mpi.h openmpi/lib/libmpi.so.40 mpich/include/mpi.h; do
   [ -f "$root/$f" ] || die "no $f after unpacking the pinned packages"
 done
 # What the plugins were built against, for the build manifest

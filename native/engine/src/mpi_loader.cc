@@ -46,6 +46,21 @@ void options_from_mpi(perseus_engine_options* o) {
     kind = flavour();
     path = engine_dir() + "/libperseus_mpi_" + kind + ".so";
   }
+  if (kind == "mpich") {
+    // The MPICH plugin names no library (MPICH ABI, soname 12): Debian's MPICH is libmpich.so.12, MPICH's own
+    // builds and PyPI's `mpich` are libmpi.so.12. Whichever the job has is loaded first, globally.
+    const char* sonames[] = {"libmpi.so.12", "libmpich.so.12"};
+    void* mpich = nullptr;
+    for (const char* soname : sonames) {
+      if ((mpich = dlopen(soname, RTLD_NOW | RTLD_GLOBAL)) != nullptr) break;
+    }
+    if (mpich == nullptr) {
+      throw EngineError(PERSEUS_ENGINE_INVALID_ARGUMENT,
+                        "perseus engine: an MPICH job, but neither libmpi.so.12 nor libmpich.so.12 loads: put the "
+                        "MPICH that runs the job on the library path (LD_LIBRARY_PATH=<its prefix>/lib; Debian: "
+                        "apt-get install libmpich12), or set MASTER_ADDR and PERSEUS_MASTER_PORT instead");
+    }
+  }
   // RTLD_GLOBAL: Open MPI's own components, loaded by MPI_Init, resolve libmpi's symbols globally
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (handle == nullptr) {
@@ -53,8 +68,8 @@ void options_from_mpi(perseus_engine_options* o) {
     throw EngineError(PERSEUS_ENGINE_INVALID_ARGUMENT,
                       "perseus engine: cannot load the MPI bootstrap plugin " + path + ": " + (why ? why : "") +
                           ". Every wheel ships libperseus_mpi_openmpi.so and libperseus_mpi_mpich.so (reinstall it if one is "
-                          "missing); each needs its MPI's runtime library: Open MPI 4.x/5.x's libmpi.so.40 "
-                          "(Debian: libopenmpi3), MPICH's libmpich.so.12 (Debian: libmpich12); or set "
+                          "missing); the Open MPI one needs Open MPI 4.x/5.x's libmpi.so.40 on the library path "
+                          "(Debian: libopenmpi3); or set "
                           "MASTER_ADDR and PERSEUS_MASTER_PORT instead");
   }
   auto fn = reinterpret_cast<perseus_mpi_bootstrap_fn>(dlsym(handle, "perseus_mpi_bootstrap"));
