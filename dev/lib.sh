@@ -49,7 +49,7 @@ apt_install() {  # apt_install PKG...: install the Debian packages that are miss
 }
 
 bootstrap_tool() {  # the build tool and its test dependencies in .venv
-  apt_install cmake ninja-build g++ git
+  apt_install cmake ninja-build g++ git curl  # curl: recipes/mpi/fetch.sh (the MPI plugins' headers)
   if [ ! -x "$VENV/bin/python" ]; then
     "$(find_python "$TOOL_PYTHON_VERSION")" -m venv "$VENV"
   fi
@@ -70,7 +70,7 @@ nccl_recipe() {  # nvidia-nccl-cu12 + nvidia-cuda-runtime-cu12 wheels unpacked b
 }
 
 native_core_ctest() {  # configure + build native/ (core + engine; CUDA kernels when nvcc is there) and run ctest
-  apt_install libgtest-dev libopenmpi-dev libmpich-dev mpich  # MPI headers: the engine's bootstrap plugins
+  apt_install libgtest-dev openmpi-bin mpich  # MPI runtimes for the tests (the plugins' headers: recipes/mpi/fetch.sh)
   gloo_recipe  # cached after the first build: a fraction of a second
   local engine_args=(-DPERSEUS_WITH_ENGINE=ON "-DPERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")")
   local cuda_args=(-DPERSEUS_WITH_CUDA=OFF)
@@ -89,7 +89,7 @@ native_core_ctest() {  # configure + build native/ (core + engine; CUDA kernels 
 
 caffe_library() {  # libperseus-caffe (native/bindings/caffe) + its solver-callback driver in native/build-caffe, and
   # Caffe's checked source (recipes/caffe/build.sh source): what CI's Caffe tests need (the full Caffe build is opt-in)
-  apt_install libopenmpi-dev libmpich-dev mpich git debian-archive-keyring
+  apt_install openmpi-bin mpich git debian-archive-keyring
   gloo_recipe
   cmake -S "$REPO_ROOT/native/bindings/caffe" -B "$REPO_ROOT/native/build-caffe" -G Ninja -DCMAKE_BUILD_TYPE=Release \
     "-DPERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" >/dev/null

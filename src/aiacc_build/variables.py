@@ -76,6 +76,15 @@ def render_c_header() -> str:
             if value is not None:
                 lines.append(f"#define PERSEUS_{bound[:3].upper()}_{suffix} {value}")
         lines.append("")
+    # Every alias as X(declared name, alias): the native option parsers read each variable under its aliases
+    # too (the engine's setting()), so a spelling perseus.config accepts works in every consumer.
+    pairs = [(macro_suffix(spec.name), macro_suffix(alias)) for spec in declaration().VARIABLES for alias in spec.aliases]
+    lines.append("/* Every alias of a variable, X(PERSEUS_ENV_<name>, PERSEUS_ENV_ALIAS_<alias>). */")
+    lines.append("#define PERSEUS_ENV_ALIASES(X)" + (" \\" if pairs else ""))
+    for i, (name, alias) in enumerate(pairs):
+        end = " \\" if i < len(pairs) - 1 else ""
+        lines.append(f"  X(PERSEUS_ENV_{name}, PERSEUS_ENV_ALIAS_{alias}){end}")
+    lines.append("")
     lines.append("#endif  // PERSEUS_VARIABLES_H_")
     return "\n".join(lines) + "\n"
 

@@ -7,6 +7,7 @@ import subprocess
 import pytest
 
 from caffe_helpers import clean_env, mpirun_args, perseusrun_args, reports
+from support.spellings import NANCHECK_SPELLINGS
 
 # fp16 keeps 11 significant bits: the averaged diffs are within a few 2^-11 of the fp64 average
 FP16_TOLERANCE = 4e-3
@@ -86,6 +87,20 @@ def test_the_nan_check_is_the_engines(library_build):
     assert ok.returncode == 0 and "NaN check on" in ok.stdout, ok.stdout + ok.stderr
     bad = driver_job(library_build, "mpirun", extra={"PERSEUS_ALLREDUCE_NANCHECK": "yes"})
     assert bad.returncode != 0 and "PERSEUS_ALLREDUCE_NANCHECK" in bad.stderr + bad.stdout
+
+
+@pytest.mark.parametrize("spelling", NANCHECK_SPELLINGS)
+def test_a_nan_gradient_is_stopped(library_build, spelling):
+    """A NaN diff on one rank ends the job on the engine's error under the declared name and under every alias
+    (the manual's PERSEUS_ALLREDUCE_NANHECK) alike; without the check the same job runs to its end."""
+    stopped = driver_job(library_build, "mpirun", extra={spelling: "1", "CAFFE_DRIVER_NAN_RANK": "1"})
+    out = stopped.stdout + stopped.stderr
+    assert stopped.returncode != 0 and "perseus_caffe_driver: allreduce:" in out, out[-3000:]
+    assert "PERSEUS_ALLREDUCE_NANCHECK: the reduced result of" in out and "is not finite" in out, out[-3000:]
+    unchecked = driver_job(library_build, "mpirun", extra={"CAFFE_DRIVER_NAN_RANK": "1"})
+    # the NaN reached every rank's weights: their checksums are NaN
+    assert unchecked.returncode == 0 and unchecked.stdout.count('"checksum": nan') == 2, \
+        unchecked.stdout[-3000:] + unchecked.stderr[-3000:]
 
 
 def test_one_process_without_a_launcher(library_build):

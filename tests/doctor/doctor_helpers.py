@@ -24,12 +24,15 @@ def doctor(*args: str, env: Optional[Dict[str, str]] = None) -> subprocess.Compl
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=600)
 
 
-def install_framework_wheel(work: Path, version: str, manifest: dict) -> Path:
+def install_framework_wheel(work: Path, version: str, manifest: dict, files: tuple = ()) -> Path:
     """pip-installs (into work/site) a perseus_torch distribution whose perseus/torch/build_manifest.json is
-    `manifest`: an install of a wheel built for another environment, as doctor meets it on disk."""
+    `manifest` (and `files`, empty, beside it): an install of a wheel built for another environment, as doctor
+    meets it on disk."""
     project = work / "project"
     (project / "perseus" / "torch").mkdir(parents=True)
     (project / "perseus" / "torch" / "build_manifest.json").write_text(json.dumps(manifest))
+    for name in files:
+        (project / "perseus" / "torch" / name).write_bytes(b"")
     (project / "pyproject.toml").write_text(textwrap.dedent("""\
         [build-system]
         requires = ["setuptools>=61"]
@@ -40,8 +43,8 @@ def install_framework_wheel(work: Path, version: str, manifest: dict) -> Path:
         [tool.setuptools]
         packages = ["perseus.torch"]
         [tool.setuptools.package-data]
-        "perseus.torch" = ["build_manifest.json"]
-        """.format(version)))
+        "perseus.torch" = {}
+        """.format(version, json.dumps(["build_manifest.json", *files]))))
     site = work / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--target", str(site),
                     str(project)], check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=300)

@@ -130,3 +130,25 @@ def test_perseus_help():
 
     proc = subprocess.run([PERSEUS, "doctor", "-h"], stdout=subprocess.PIPE, universal_newlines=True, env=BASE_ENV)
     assert proc.returncode == 0 and "--json" in proc.stdout and "Exit code 1 when a mismatch is found" in " ".join(proc.stdout.split())
+
+
+def test_parts_are_listed_and_a_missing_one_is_an_error(tmp_path):
+    """doctor lists the MPI bootstrap plugins a wheel's manifest declares, and names one that is not on disk."""
+    torch = _torch()
+    common = importlib.metadata.version("perseus-common")
+    manifest = {"release": common, "version": "{}+{}".format(common, torch.__version__.split("+")[0]),
+                "torch_version": torch.__version__,
+                "torch_cuda": torch.version.cuda, "cxx11_abi": bool(torch._C._GLIBCXX_USE_CXX11_ABI),
+                "python_tag": "py3", "mpi_plugins": ["libperseus_mpi_openmpi.so", "libperseus_mpi_mpich.so"],
+                "mpi_headers": {"openmpi": "libopenmpi-dev 4.1.4-3+b1 (Debian bookworm amd64)",
+                                "mpich": "libmpich-dev 4.0.2-3+b1 (Debian bookworm amd64)"}}
+    site = install_framework_wheel(tmp_path, manifest["version"], manifest, files=("libperseus_mpi_openmpi.so",))
+    proc = doctor("--json", env={"PYTHONPATH": site_path(site)})
+    assert proc.returncode == 1, proc.stdout
+    problems = json.loads(proc.stdout)["problems"]
+    missing = [p for p in problems if p["severity"] == "error" and "lacks" in p["what"]]
+    assert len(missing) == 1 and "libperseus_mpi_mpich.so" in missing[0]["what"], problems
+    assert "mpich MPI bootstrap plugin" in missing[0]["what"] and "--force-reinstall" in missing[0]["fix"]
+    text = doctor(env={"PYTHONPATH": site_path(site)}).stdout
+    assert ("parts: libperseus_mpi_openmpi.so (libopenmpi-dev 4.1.4-3+b1 (Debian bookworm amd64)), "
+            "libperseus_mpi_mpich.so (MISSING; libmpich-dev 4.0.2-3+b1 (Debian bookworm amd64))") in text, text

@@ -32,7 +32,7 @@ def mpirun(library, np, case, env):
         pytest.fail("mpirun not found: bash tests/run/install_test_deps.sh installs Open MPI")
     plugin = Path(library).with_name("libperseus_mpi_openmpi.so")
     if not plugin.is_file():
-        pytest.fail("no {}: build the engine with Open MPI's headers (apt-get install libopenmpi-dev)".format(plugin))
+        pytest.fail("no {}: the engine's build makes it from recipes/mpi/fetch.sh's headers".format(plugin))
     full = base_env(library, env)
     assert "MASTER_ADDR" not in full and "PERSEUS_MASTER_PORT" not in full
     exported = ["PERSEUS_ENGINE_LIBRARY", "PYTHONPATH", "GLOO_TIMEOUT_SECONDS"] + sorted(env)
@@ -64,10 +64,10 @@ def test_plain_mpirun_allreduce_and_allgather(engine_library, np):
 def test_plain_mpich_mpirun(engine_library, np):
     """MPICH's Hydra (mpirun.mpich): PMI_* variables, the MPICH bootstrap plugin."""
     if shutil.which("mpirun.mpich") is None:
-        pytest.fail("mpirun.mpich not found: apt-get install mpich libmpich-dev (dev/lib.sh installs them)")
+        pytest.fail("mpirun.mpich not found: apt-get install mpich (dev/lib.sh installs it)")
     plugin = Path(engine_library).with_name("libperseus_mpi_mpich.so")
     if not plugin.is_file():
-        pytest.fail("no {}: build the engine with MPICH's headers (apt-get install libmpich-dev)".format(plugin))
+        pytest.fail("no {}: the engine's build makes it from recipes/mpi/fetch.sh's headers".format(plugin))
     env = base_env(engine_library, {"PERSEUS_ALLREDUCE_DTYPE": "0", "TEST_OP": "average"})
     proc = subprocess.run(["mpirun.mpich", "-np", str(np), sys.executable, str(WORKER), "allreduce"], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
@@ -78,6 +78,32 @@ def test_plain_mpich_mpirun(engine_library, np):
     for r in found:
         assert r["info"]["size"] == np and r["info"]["intra_fp16"] == 1
         assert r["results"]["t/small"][0] == pytest.approx(want, abs=1e-6)
+        # Debian's MPICH library, loaded by the engine (the plugin names none): libmpich.so.12
+        assert [Path(m).name.startswith("libmpich.so.12") for m in r["mpi_libraries"]] == [True], r["mpi_libraries"]
+
+
+PYPI_MPICH = "mpich==5.0.2"  # MPICH's own build on PyPI: libmpi.so.12, not Debian's libmpich.so.12
+
+
+@pytest.mark.optin("downloads MPICH's PyPI wheel (mpich==5.0.2) into a fresh venv")
+def test_pypi_mpich_whose_library_is_libmpi_so_12(engine_library, tmp_path):
+    """Under PyPI's MPICH (mpiexec from its wheel, its lib/ on LD_LIBRARY_PATH) the engine loads that MPICH's
+    libmpi.so.12 for the same plugin, and the job agrees rank 0's address through it."""
+    venv = tmp_path / "mpich"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "pip"), "install", "-q", PYPI_MPICH], check=True, timeout=600)
+    lib = venv / "lib"
+    assert (lib / "libmpi.so.12").exists()
+    env = base_env(engine_library, {"PERSEUS_ALLREDUCE_DTYPE": "1", "TEST_OP": "sum", "LD_LIBRARY_PATH": str(lib)})
+    proc = subprocess.run([str(venv / "bin" / "mpiexec"), "-n", "2", sys.executable, str(WORKER), "allreduce"], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=180)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = mpi_reports(proc.stdout, PLAIN_REPORT)
+    assert [r["rank"] for r in found] == [0, 1]
+    for r in found:
+        assert r["results"]["t/small"][0] == pytest.approx(1.0001 + 2.0001, rel=1e-6)
+        assert r["mpi_libraries"] == [str((lib / "libmpi.so.12").resolve())] or \
+            [Path(m).parent for m in r["mpi_libraries"]] == [lib.resolve()], r["mpi_libraries"]
 
 
 def test_perseusrun_mpi_mode(engine_library):

@@ -13,6 +13,7 @@ import time
 import pytest
 
 from engine_helpers import bare, f32, half, perseusrun, reports
+from support.spellings import NANCHECK_SPELLINGS
 
 SCALE = 10.0
 
@@ -275,8 +276,10 @@ def test_fp16_bf16_buffers_summed_in_gloo(engine_library):
         assert r["bf16"] == [15.0, 1024.0]
 
 
-def test_nancheck_fails_every_rank(engine_library):
-    proc = perseusrun(engine_library, 2, "nancheck", env={"PERSEUS_ALLREDUCE_NANCHECK": "1"})
+@pytest.mark.parametrize("spelling", NANCHECK_SPELLINGS)
+def test_nancheck_fails_every_rank(engine_library, spelling):
+    """Under the declared name and under every alias (the manual's PERSEUS_ALLREDUCE_NANHECK) alike."""
+    proc = perseusrun(engine_library, 2, "nancheck", env={spelling: "1"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     found = reports(proc.stdout)
     assert len(found) == 2 and found[0]["error"] == found[1]["error"]

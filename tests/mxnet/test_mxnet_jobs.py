@@ -8,6 +8,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
+
+from support.spellings import NANCHECK_SPELLINGS
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "workers" / "mxnet_cases.py"
@@ -115,3 +118,18 @@ def test_mnist_example_two_ranks(mxnet_python):
     for out in by_rank.values():
         losses = [float(l.split()[-1]) for l in out if l.startswith("EPOCH ")]
         assert len(losses) == 3 and losses[2] < losses[0], losses
+
+
+@pytest.mark.parametrize("spelling", NANCHECK_SPELLINGS)
+def test_an_inf_gradient_is_stopped(mxnet_python, spelling):
+    """DistributedTrainer.step raises the engine's NaN-check error on every rank under the declared name and under
+    every alias (the manual's PERSEUS_ALLREDUCE_NANHECK) alike."""
+    for r in run_job(mxnet_python, "nancheck", extra={spelling: "1"}):
+        assert r["raised"] is not None, r
+        assert "PERSEUS_ALLREDUCE_NANCHECK: the reduced result of" in r["message"] and "not finite" in r["message"], r
+
+
+def test_an_inf_gradient_trains_on_without_the_check(mxnet_python):
+    """The control: without the variable the same step leaves non-finite weights and raises nothing."""
+    for r in run_job(mxnet_python, "nancheck"):
+        assert r["raised"] is None and r["finite"] is False, r

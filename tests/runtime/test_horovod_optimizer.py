@@ -6,6 +6,7 @@ issues between 1 and one-per-tensor collectives."""
 import pytest
 
 from perseus_harness import launch
+from support.spellings import NANCHECK_SPELLINGS
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +65,10 @@ def test_adasum_works(ranks):
     assert all(got["finite"] for got in value(ranks, "adasum"))
 
 
-def test_nancheck_names_the_parameter(ranks):
-    for got in value(ranks, "nancheck"):
+@pytest.mark.parametrize("spelling", NANCHECK_SPELLINGS)
+def test_nancheck_names_the_parameter(ranks, spelling):
+    """The same under the declared name and under every alias (the manual's PERSEUS_ALLREDUCE_NANHECK)."""
+    for got in value(ranks, "nancheck:" + spelling):
         assert got["raised"] and "2.bias" in got["message"] and "2.weight" not in got["message"]
 
 

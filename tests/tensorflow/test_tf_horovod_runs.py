@@ -14,6 +14,8 @@ from typing import Dict, List, Sequence
 
 import pytest
 
+from support.spellings import NANCHECK_SPELLINGS
+
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
 TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")  # perseusrun's [R] or Open MPI's [J,R]
 
@@ -126,3 +128,44 @@ def test_tf1_graph_with_distributed_adam_and_broadcast_hook():
         losses = r["losses"]
         assert losses[-1] < 0.5 * losses[0], losses
         assert all(b < a for a, b in zip(losses, losses[1:])), losses
+
+
+@pytest.mark.usefixtures("ops")
+@pytest.mark.parametrize("spelling", NANCHECK_SPELLINGS)
+def test_an_inf_gradient_is_stopped(spelling):
+    """DistributedGradientTape raises the engine's NaN-check error on every rank under the declared name and under
+    every alias (the manual's PERSEUS_ALLREDUCE_NANHECK) alike."""
+    for r in run_job("nancheck", {spelling: "1"}):
+        assert r["raised"] is not None, r
+        assert "PERSEUS_ALLREDUCE_NANCHECK: the reduced result of" in r["message"] and "not finite" in r["message"], r
+
+
+@pytest.mark.usefixtures("ops")
+def test_an_inf_gradient_trains_on_without_the_check():
+    """The control: without the variable the same step leaves non-finite weights and raises nothing."""
+    for r in run_job("nancheck"):
+        assert r["raised"] is None and r["finite"] is False, r
+
+
+@pytest.mark.usefixtures("ops")
+@pytest.mark.parametrize("launcher", ["openmpi", "mpich"])
+def test_plain_mpirun_without_master_addr(launcher):
+    """A plain `mpirun` (Open MPI) / `mpiexec` (MPICH) with no MASTER_ADDR: the wheel's MPI bootstrap plugins agree
+    rank 0's address through MPI; the collectives and the training loop give what they give under perseusrun."""
+    command = {"openmpi": ["mpirun"] + (["--allow-run-as-root"] if os.geteuid() == 0 else []) +
+                          ["-np", "2", "--oversubscribe", "--bind-to", "none"],
+               "mpich": ["mpiexec.mpich", "-n", "2"]}[launcher]
+    if shutil.which(command[0]) is None:
+        pytest.fail("{} not found: bash tests/run/install_test_deps.sh / dev/lib.sh install it".format(command[0]))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_", "PMI"))}
+    env.update({"TF_CPP_MIN_LOG_LEVEL": "3", "GLOO_TIMEOUT_SECONDS": "60"})
+    if launcher == "openmpi":
+        command += ["-x", "TF_CPP_MIN_LOG_LEVEL", "-x", "GLOO_TIMEOUT_SECONDS"]
+    proc = subprocess.run(command + [sys.executable, str(WORKER), "tape"], env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = sorted((json.JSONDecoder().raw_decode(proc.stdout[m.end():])[0] for m in re.finditer(r"REPORT ", proc.stdout)),
+                   key=lambda r: r["rank"])
+    check_collectives(found)
+    assert found[0]["after"] == found[1]["after"]

@@ -5,6 +5,7 @@ once, a touched runtime source rebuilds only perseus-common (and re-tests the wh
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from pathlib import Path
@@ -53,6 +54,9 @@ def test_rebuilds_follow_exactly_what_changed(local_build, shared_cache, tmp_pat
     # The bindings' engine takes Gloo from recipes/gloo beside native/; its build stays the session's (cached).
     shutil.copytree(NATIVE_DIR.parent / "recipes" / "gloo", tmp_path / "recipes" / "gloo")
     monkeypatch.setenv("GLOO_CACHE_DIR", str(NATIVE_DIR.parent / ".cache" / "gloo"))
+    # ... and the MPI plugins' headers from recipes/mpi, whose unpacked root stays the session's too
+    shutil.copytree(NATIVE_DIR.parent / "recipes" / "mpi", tmp_path / "recipes" / "mpi")
+    monkeypatch.setenv("MPI_CACHE_DIR", os.environ.get("MPI_CACHE_DIR") or str(NATIVE_DIR.parent / ".cache" / "mpi"))
     cache = shared_cache
     info, plan = local_build.release.info, local_build.torch_plan
 

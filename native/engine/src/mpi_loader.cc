@@ -7,6 +7,7 @@
 
 #include "../mpi/mpi_bootstrap.h"
 #include "errors.h"
+#include "options.h"
 #include "perseus/variables.h"
 
 namespace perseus::engine {
@@ -39,11 +40,26 @@ std::string engine_dir() {
 void options_from_mpi(perseus_engine_options* o) {
   std::string path;
   std::string kind = "explicit";
-  if (const char* explicit_path = env(PERSEUS_ENV_MPI_BOOTSTRAP_LIBRARY)) {
+  if (const char* explicit_path = setting(PERSEUS_ENV_MPI_BOOTSTRAP_LIBRARY).value) {
     path = explicit_path;
   } else {
     kind = flavour();
     path = engine_dir() + "/libperseus_mpi_" + kind + ".so";
+  }
+  if (kind == "mpich") {
+    // The MPICH plugin names no library (MPICH ABI, soname 12): Debian's MPICH is libmpich.so.12, MPICH's own
+    // builds and PyPI's `mpich` are libmpi.so.12. Whichever the job has is loaded first, globally.
+    const char* sonames[] = {"libmpi.so.12", "libmpich.so.12"};
+    void* mpich = nullptr;
+    for (const char* soname : sonames) {
+      if ((mpich = dlopen(soname, RTLD_NOW | RTLD_GLOBAL)) != nullptr) break;
+    }
+    if (mpich == nullptr) {
+      throw EngineError(PERSEUS_ENGINE_INVALID_ARGUMENT,
+                        "perseus engine: an MPICH job, but neither libmpi.so.12 nor libmpich.so.12 loads: put the "
+                        "MPICH that runs the job on the library path (LD_LIBRARY_PATH=<its prefix>/lib; Debian: "
+                        "apt-get install libmpich12), or set MASTER_ADDR and PERSEUS_MASTER_PORT instead");
+    }
   }
   // RTLD_GLOBAL: Open MPI's own components, loaded by MPI_Init, resolve libmpi's symbols globally
   void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
@@ -51,8 +67,9 @@ void options_from_mpi(perseus_engine_options* o) {
     const char* why = dlerror();
     throw EngineError(PERSEUS_ENGINE_INVALID_ARGUMENT,
                       "perseus engine: cannot load the MPI bootstrap plugin " + path + ": " + (why ? why : "") +
-                          ". A plugin exists for each MPI whose headers were there at build time (Debian: libopenmpi-dev, "
-                          "libmpich-dev) and needs that MPI's runtime library (libopenmpi3, libmpich12); or set "
+                          ". Every wheel ships libperseus_mpi_openmpi.so and libperseus_mpi_mpich.so (reinstall it if one is "
+                          "missing); the Open MPI one needs Open MPI 4.x/5.x's libmpi.so.40 on the library path "
+                          "(Debian: libopenmpi3); or set "
                           "MASTER_ADDR and PERSEUS_MASTER_PORT instead");
   }
   auto fn = reinterpret_cast<perseus_mpi_bootstrap_fn>(dlsym(handle, "perseus_mpi_bootstrap"));

@@ -17,6 +17,26 @@ const char* env(const char* name) {
   return (v != nullptr && *v != '\0') ? v : nullptr;
 }
 
+}  // namespace
+
+// Every alias perseus.config declares (PERSEUS_ENV_ALIASES, generated from the declarations) is read here too.
+#define PERSEUS_ALIAS_ENTRY(name, alias) {name, alias},
+static constexpr struct { const char* name; const char* alias; } kAliases[] = {
+    PERSEUS_ENV_ALIASES(PERSEUS_ALIAS_ENTRY){nullptr, nullptr}};
+#undef PERSEUS_ALIAS_ENTRY
+
+Setting setting(const char* name) {
+  if (const char* v = env(name)) return {name, v};  // the declared name wins over an alias
+  for (const auto& a : kAliases) {
+    if (a.name != nullptr && std::strcmp(a.name, name) == 0) {
+      if (const char* v = env(a.alias)) return {a.alias, v};
+    }
+  }
+  return {name, nullptr};
+}
+
+namespace {
+
 long parse_int(const char* name, const char* text, long lo, long hi, const char* accepts) {
   char* end = nullptr;
   errno = 0;
@@ -72,40 +92,40 @@ void default_options(perseus_engine_options* o) {
 void options_from_env(perseus_engine_options* o) {
   // Names, ranges and defaults come from the one declaration of the variables (perseus/variables.h,
   // generated from perseus.config), so the engine accepts exactly what the Python runtime accepts.
-  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_DTYPE)) {
-    o->wire_dtype = int(parse_int(PERSEUS_ENV_ALLREDUCE_DTYPE, v, 0, 2,
+  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_DTYPE); s.value != nullptr) {
+    o->wire_dtype = int(parse_int(s.name, s.value, 0, 2,
                                   "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"));
   }
-  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_MODE)) {
-    o->mode = int(parse_int(PERSEUS_ENV_ALLREDUCE_MODE, v, 0, 1, "0 (one level) or 1 (two levels)"));
+  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_MODE); s.value != nullptr) {
+    o->mode = int(parse_int(s.name, s.value, 0, 1, "0 (one level) or 1 (two levels)"));
   }
-  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE)) {
-    o->gradient_scale = float(parse_double(PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE, v, "a finite number > 0"));
+  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE); s.value != nullptr) {
+    o->gradient_scale = float(parse_double(s.name, s.value, "a finite number > 0"));
   }
-  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_STREAMS)) {
-    o->streams = int(parse_int(PERSEUS_ENV_ALLREDUCE_STREAMS, v, PERSEUS_MIN_ALLREDUCE_STREAMS,
+  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_STREAMS); s.value != nullptr) {
+    o->streams = int(parse_int(s.name, s.value, PERSEUS_MIN_ALLREDUCE_STREAMS,
                                PERSEUS_MAX_ALLREDUCE_STREAMS, "an integer 1-12"));
     o->stream_tuning = 0;  // the user's count is used as it is
   }
-  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_FUSION)) {
-    o->fusion = int(parse_int(PERSEUS_ENV_ALLREDUCE_FUSION, v, PERSEUS_MIN_ALLREDUCE_FUSION, PERSEUS_MAX_ALLREDUCE_FUSION,
+  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_FUSION); s.value != nullptr) {
+    o->fusion = int(parse_int(s.name, s.value, PERSEUS_MIN_ALLREDUCE_FUSION, PERSEUS_MAX_ALLREDUCE_FUSION,
                               "0 (no fusion) or a granularity 1-128"));
   }
-  if (const char* v = env(PERSEUS_ENV_ALLREDUCE_NANCHECK)) {
-    o->nancheck = int(parse_int(PERSEUS_ENV_ALLREDUCE_NANCHECK, v, 0, 1, "0 or 1"));
+  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_NANCHECK); s.value != nullptr) {
+    o->nancheck = int(parse_int(s.name, s.value, 0, 1, "0 or 1"));
   }
-  if (const char* v = env(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS)) {
-    o->timeout_seconds = int(parse_int(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS, v, PERSEUS_MIN_GLOO_TIMEOUT_SECONDS, 24L * 3600,
+  if (Setting s = setting(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS); s.value != nullptr) {
+    o->timeout_seconds = int(parse_int(s.name, s.value, PERSEUS_MIN_GLOO_TIMEOUT_SECONDS, 24L * 3600,
                                        "an integer number of seconds >= 1"));
   }
-  if (const char* v = env(PERSEUS_ENV_CYCLE_TIME_MS)) {
-    o->cycle_ms = parse_double(PERSEUS_ENV_CYCLE_TIME_MS, v, "a number of milliseconds > 0");
+  if (Setting s = setting(PERSEUS_ENV_CYCLE_TIME_MS); s.value != nullptr) {
+    o->cycle_ms = parse_double(s.name, s.value, "a number of milliseconds > 0");
   }
-  if (const char* v = env(PERSEUS_ENV_OFFLINE_NEG)) {
-    o->offline_neg = int(parse_int(PERSEUS_ENV_OFFLINE_NEG, v, 0, 1, "0 (negotiate every cycle) or 1 (offline plan)"));
+  if (Setting s = setting(PERSEUS_ENV_OFFLINE_NEG); s.value != nullptr) {
+    o->offline_neg = int(parse_int(s.name, s.value, 0, 1, "0 (negotiate every cycle) or 1 (offline plan)"));
   }
-  if (const char* v = env(PERSEUS_ENV_SHM_DISABLE)) {
-    o->shared_memory = parse_int(PERSEUS_ENV_SHM_DISABLE, v, 0, 1, "0 (shared memory inside a node) or 1 (loopback TCP)") ? 0 : 1;
+  if (Setting s = setting(PERSEUS_ENV_SHM_DISABLE); s.value != nullptr) {
+    o->shared_memory = parse_int(s.name, s.value, 0, 1, "0 (shared memory inside a node) or 1 (loopback TCP)") ? 0 : 1;
   }
   if (const char* v = env("PERSEUS_STORE_ADDR")) {  // perseusrun serves the store: join it, serve none
     const char* colon = std::strrchr(v, ':');
@@ -118,7 +138,7 @@ void options_from_env(perseus_engine_options* o) {
     copy_text(o->master_addr, sizeof(o->master_addr), host.c_str(), "PERSEUS_STORE_ADDR's host");
     o->serve_store = 0;
   }
-  const char* iface = env(PERSEUS_ENV_GLOO_NETWORK_INTERFACE);
+  const char* iface = setting(PERSEUS_ENV_GLOO_NETWORK_INTERFACE).value;
   if (iface == nullptr) iface = env("GLOO_SOCKET_IFNAME");
   if (iface != nullptr) copy_text(o->iface, sizeof(o->iface), iface, PERSEUS_ENV_GLOO_NETWORK_INTERFACE);
 }

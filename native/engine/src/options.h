@@ -7,6 +7,14 @@
 
 namespace perseus::engine {
 
+// A PERSEUS_* variable as set: under its declared name, else under one of its aliases (the manual's
+// spellings, PERSEUS_ENV_ALIASES); value nullptr when unset or empty. `name` is the spelling that was set.
+struct Setting {
+  const char* name;
+  const char* value;
+};
+Setting setting(const char* declared_name);
+
 void default_options(perseus_engine_options* o);
 // Throws InvalidArgument naming the variable and what it accepts.
 void options_from_env(perseus_engine_options* o);

@@ -5,6 +5,7 @@
 
 #include "errors.h"
 #include "options.h"
+#include "perseus/variables.h"
 
 using namespace perseus::engine;
 
@@ -51,6 +52,40 @@ TEST(Options, BadValuesNameTheVariable) {
   {
     EnvGuard g("GLOO_TIMEOUT_SECONDS", "soon");
     EXPECT_NE(error_of(options_from_env, &o).find("GLOO_TIMEOUT_SECONDS"), std::string::npos);
+  }
+}
+
+// Every alias perseus.config declares (PERSEUS_ENV_ALIASES) works as its variable does: set alone it is read,
+// a bad value is named by the spelling that was set, and the declared name wins when both are set.
+TEST(Options, EveryAliasIsReadAsItsVariable) {
+#define PERSEUS_CHECK_ALIAS(NAME, ALIAS)                                                    \
+  {                                                                                         \
+    Setting unset = setting(NAME);                                                          \
+    EXPECT_EQ(unset.value, nullptr) << NAME;                                                \
+    {                                                                                       \
+      EnvGuard g(ALIAS, "1");                                                               \
+      Setting s = setting(NAME);                                                            \
+      EXPECT_STREQ(s.name, ALIAS);                                                          \
+      ASSERT_NE(s.value, nullptr);                                                          \
+      EXPECT_STREQ(s.value, "1");                                                           \
+      EnvGuard both(NAME, "0");                                                             \
+      EXPECT_STREQ(setting(NAME).name, NAME);                                               \
+      EXPECT_STREQ(setting(NAME).value, "0");                                               \
+    }                                                                                       \
+  }
+  PERSEUS_ENV_ALIASES(PERSEUS_CHECK_ALIAS)
+#undef PERSEUS_CHECK_ALIAS
+  perseus_engine_options o;
+  default_options(&o);
+  {
+    EnvGuard g("PERSEUS_ALLREDUCE_NANHECK", "1");  // the manual's spelling
+    options_from_env(&o);
+    EXPECT_EQ(o.nancheck, 1);
+  }
+  {
+    EnvGuard g("PERSEUS_ALLREDUCE_NANHECK", "yes");
+    std::string m = error_of(options_from_env, &o);
+    EXPECT_NE(m.find("PERSEUS_ALLREDUCE_NANHECK='yes'"), std::string::npos) << m;
   }
 }
 

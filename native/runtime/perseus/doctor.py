@@ -11,6 +11,7 @@ Exit code 1 when a problem of severity "error" (a mismatch) is found, 0 otherwis
 """
 
 import json
+import os
 import sys
 from typing import Any, Dict, List, Optional
 
@@ -86,6 +87,10 @@ def check_perseus(report: Report) -> None:
                          "install perseus-common=={} (pip install perseus-common=={})".format(wheel_release, wheel_release))
         fw = report.frameworks.get(framework)
         manifest = wheel.manifest
+        for part in _missing_parts(wheel):
+            report.error("{} {} lacks {}, a part its build manifest lists (the {} MPI bootstrap plugin: a plain "
+                         "mpirun of that MPI cannot start a job)".format(wheel.name, wheel.version, part, _plugin_mpi(part)),
+                         "reinstall it: pip install --force-reinstall --no-deps {}=={}".format(wheel.name, wheel.version))
         if fw is None:
             built = manifest.get("{}_version".format(framework)) if manifest else wheel.version.partition("+")[2]
             report.error("{} {} is installed but {} is not".format(wheel.name, wheel.version, framework),
@@ -99,6 +104,22 @@ def check_perseus(report: Report) -> None:
             report.error("{} {} was built for another environment: {}".format(wheel.name, wheel.version, "; ".join(differences)),
                          "install {} {}+{} built for {} and cp{}{} (bash {} picks it)".format(
                              wheel.name, release, public, _cuda_words(fw.get("cuda")), sys.version_info[0], sys.version_info[1], INSTALLER))
+
+
+def _plugin_mpi(part: str) -> str:
+    return part[len("libperseus_mpi_"):-len(".so")] if part.startswith("libperseus_mpi_") else part
+
+
+def _parts(wheel: PerseusWheel) -> List[str]:
+    """The parts a framework wheel's build manifest lists beside its library (the MPI bootstrap plugins)."""
+    return list((wheel.manifest or {}).get("mpi_plugins") or [])
+
+
+def _missing_parts(wheel: PerseusWheel) -> List[str]:
+    if not wheel.manifest_path:
+        return []
+    folder = os.path.dirname(wheel.manifest_path)
+    return [part for part in _parts(wheel) if not os.path.isfile(os.path.join(folder, part))]
 
 
 def _manifest_differences(framework: str, manifest: Dict[str, Any], fw: Dict[str, Any]) -> List[str]:
@@ -194,6 +215,13 @@ def format_text(report: Report) -> str:
                 fw, m.get("{}_version".format(fw)), _cuda_words(m.get("{}_cuda".format(fw))),
                 "cxx11 ABI" if m.get("cxx11_abi") else "pre-cxx11 ABI", m.get("python_tag"),
                 " ".join(str(v) for v in (m.get("compiler") or {}).values()) or "?"))
+            parts = _parts(w)
+            if parts:
+                missing = set(_missing_parts(w))
+                headers = m.get("mpi_headers") or {}
+                lines.append("    parts: {}".format(", ".join(
+                    "{} ({}{})".format(part, "MISSING; " if part in missing else "",
+                                       headers.get(_plugin_mpi(part)) or "MPI bootstrap plugin") for part in parts)))
             lines.append("    manifest: {}".format(w.manifest_path))
     if not report.perseus:
         lines.append("  none found")

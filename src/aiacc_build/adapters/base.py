@@ -27,6 +27,9 @@ CUDA_LIBRARIES: tuple[str, ...] = ("libcudart*", "libnccl*")
 # The MPI a job runs under: a wheel's MPI bootstrap plugins (libperseus_mpi_<mpi>.so, loaded only under a
 # plain mpirun) link it and it must be the job's own, never a copy.
 MPI_LIBRARIES: tuple[str, ...] = ("libmpi.so*", "libmpich.so*")
+# The engine's MPI bootstrap plugins: declared parts of every framework wheel, built from the headers of
+# recipes/mpi/fetch.sh (native/engine/CMakeLists.txt, PERSEUS_MPI_PLUGINS); a wheel without one fails the build.
+MPI_PLUGINS: tuple[str, ...] = ("openmpi", "mpich")
 _RECORD_MEMBER = re.compile(r"^[^/]+\.dist-info/RECORD$")
 
 
@@ -138,6 +141,11 @@ class FrameworkAdapter:
     def selftest_module(self) -> str:
         """The self-test every framework wheel ships: `python -m perseus.torch._selftest`."""
         return f"perseus.{self.name}._selftest"
+
+    def declared_parts(self) -> dict[str, str]:
+        """Files every wheel of this framework holds beside its binding library, by path in the wheel -> what
+        they are; the build fails naming one it did not make."""
+        return {f"perseus/{self.name}/libperseus_mpi_{mpi}.so": f"the {mpi} MPI bootstrap plugin" for mpi in MPI_PLUGINS}
 
     def binding_dir(self, native_dir: Path) -> Path:
         return native_binding_dir(native_dir, self.name)

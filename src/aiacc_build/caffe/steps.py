@@ -23,8 +23,7 @@ DEBIAN_BUILD_DEPS = (
     "cmake", "ninja-build", "g++", "git", "ccache", "xz-utils", "patch", "debian-archive-keyring",
     "libprotobuf-dev", "protobuf-compiler", "libgoogle-glog-dev", "libgflags-dev", "libhdf5-dev",
     "libboost-system-dev", "libboost-thread-dev", "libboost-filesystem-dev", "libopenblas-dev", "libopencv-dev",
-    "libopenmpi-dev", "libmpich-dev",
-)
+)  # (the MPI bootstrap plugins' headers come from recipes/mpi/fetch.sh, not from these)
 
 
 @dataclass(frozen=True)

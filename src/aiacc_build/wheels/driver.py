@@ -25,7 +25,7 @@ from packaging.utils import parse_wheel_filename
 
 from ..model import Cell, ReleaseInfo
 from ..naming import common_wheel_filename, wheel_filename, wheel_path
-from ..paths import DIST_DIR, NATIVE_DIR
+from ..paths import DIST_DIR, NATIVE_DIR, REPO_ROOT
 from .binding import BindingBuildError, BindingSpec, build_binding, ensure_binding_envs, read_binding_spec
 from .cache import BuildCache
 from .common import CommonWheel, build_common
@@ -43,7 +43,8 @@ from .wheelinfo import python_api_imports
 from ..errors import AiaccError, BuildError
 
 # Bump when the driver changes what it puts into a wheel: every cached wheel is then rebuilt.
-DRIVER_REVISION = 4
+DRIVER_REVISION = 5  # 4: proven platform tags; 5: the declared MPI plugin parts
+MPI_RECIPE_DIR = REPO_ROOT / "recipes" / "mpi"  # the MPI plugins' pinned headers
 BUILD_TYPE = "Release"
 
 
@@ -190,6 +191,9 @@ class Builder:
             "toolchain": toolchain.identity,
             "build_type": self.options.build_type,
             "excluded_libraries": list(excluded_libraries()),
+            # the declared parts and the pinned recipe their headers come from
+            "parts": sorted(spec.adapter.declared_parts()),
+            "mpi_recipe": self._digest(MPI_RECIPE_DIR),
         }
 
     def _shared_binding_inputs(

@@ -14,6 +14,7 @@ release's manylinux image (CI) prove the release's tag and keep it.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 import re
 import shutil
@@ -26,7 +27,7 @@ from pathlib import Path
 from packaging.tags import Tag
 from packaging.utils import parse_wheel_filename
 
-from ..adapters import excluded_libraries
+from ..adapters import all_adapters, excluded_libraries
 from ..errors import BuildError
 from ..model import Cell
 from ..naming import COMMON_DISTRIBUTION, wheel_filename, wheel_version
@@ -131,8 +132,38 @@ def retag(wheel: Path, tag: Tag) -> Path:
     return new
 
 
+class MissingPartError(RepairError):
+    pass
+
+
+def check_parts(wheel: Path) -> None:
+    """Every part the wheel's framework declares is in it and in its build manifest's `mpi_plugins`."""
+    name = parse_wheel_filename(wheel.name)[0].replace("-", "_")
+    adapter = next((a for a in all_adapters() if a.binding_distribution == name), None)
+    if adapter is None:
+        return
+    with zipfile.ZipFile(wheel) as zf:
+        members = set(zf.namelist())
+        manifest_name = f"perseus/{adapter.name}/build_manifest.json"
+        manifest = json.loads(zf.read(manifest_name)) if manifest_name in members else {}
+    listed = set(manifest.get("mpi_plugins") or [])
+    for part, what in adapter.declared_parts().items():
+        if part not in members:
+            raise MissingPartError(
+                f"{wheel.name} lacks the declared part {part} ({what}): the engine's configure step builds it from "
+                f"recipes/mpi/fetch.sh's headers (PERSEUS_MPI_PLUGINS); see the binding's build log"
+            )
+        if Path(part).name not in listed:
+            raise MissingPartError(
+                f"{wheel.name}: its build manifest ({manifest_name}) does not list the declared part {part} ({what}) "
+                f"in mpi_plugins (it lists {sorted(listed) or 'none'}): rebuild the binding from this checkout"
+            )
+
+
 def repair_and_retag(wheel: Path, out_dir: Path, published_name: str, library_path: list[Path]) -> RepairResult:
+    check_parts(wheel)
     repaired = auditwheel_repair(wheel, out_dir, library_path)
+    check_parts(repaired)
     grafted = grafted_libraries(repaired)
     vendored = [lib for lib in grafted if any(fnmatch.fnmatch(lib, p) for p in excluded_libraries())]
     if vendored:

@@ -16,6 +16,13 @@ def report(**fields):
     print("REPORT " + json.dumps(fields), flush=True)
 
 
+def mpi_libraries():
+    """The MPI libraries this process has mapped (the job's own: a plugin loads it, no wheel carries one)."""
+    with open("/proc/self/maps") as maps:
+        paths = {line.split()[-1] for line in maps if "/libmpi" in line}
+    return sorted(p for p in paths if os.path.basename(p).startswith(("libmpi.so", "libmpich.so")))
+
+
 def value(rank, i):
     # x10 (the gradient scale) lands within fp16's rounding of an integer: fp16 on the wire gives exact
     # integer sums whatever the reduction order, fp32 keeps the 0.0001 (see tests/engine/test_engine_runs.py)
@@ -35,7 +42,7 @@ def case_allreduce(eng, rank, size):
     results = {name: [t[0], t[1], t[2], t[3], t[len(t) - 1]] for name, t in tensors.items()}
     # every element of the big tensor: its four distinct values only
     distinct = sorted(set(tensors["t/big"][i] for i in range(0, len(tensors["t/big"]), 997)))
-    report(rank=rank, results=results, big_distinct=distinct, info=eng.info())
+    report(rank=rank, results=results, big_distinct=distinct, info=eng.info(), mpi_libraries=mpi_libraries())
 
 
 def case_pipeline(eng, rank, size):

@@ -229,10 +229,30 @@ def process_sets_case():
     hvd.remove_process_set(low)
     report(**out)
 
+def nancheck_case():
+    """DistributedTrainer.step with an inf gradient on rank 1 (the NaN check's variable is set by the test)."""
+    net = tiny_net(seed=1)
+    params = net.collect_params()
+    trainer = hvd.DistributedTrainer(params, "sgd", {"learning_rate": 0.05})
+    x, y = data(hvd.rank())
+    with mx.autograd.record():
+        loss = mx.gluon.loss.L2Loss()(net(x), y)
+    loss.backward()
+    if hvd.rank() == 1:
+        grad = list(params.values())[-1].grad()
+        grad[:] = float("inf")
+    try:
+        trainer.step(x.shape[0])
+        mx.nd.waitall()
+        finite = bool(all(np.isfinite(p.data().asnumpy()).all() for p in params.values()))
+        report(raised=None, finite=finite)
+    except Exception as error:  # the engine's NonFiniteError, however the binding surfaces it
+        report(raised=type(error).__name__, message=str(error))
+
 
 if __name__ == "__main__":
     hvd.init()
-    {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case,
+    {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case, "nancheck": nancheck_case,
      "optimizer": lambda: module_case(optimizer_api=True), "horovod_api": horovod_api_case,
      "process_sets": process_sets_case}[sys.argv[1]]()
     hvd.shutdown()

@@ -154,8 +154,7 @@ def _():
     return dict(seen, finite=bool(torch.isfinite(flat(net)).all()))
 
 
-@case("nancheck", PERSEUS_ALLREDUCE_NANCHECK="1")
-def _():
+def nancheck_case():
     net = model()
     opt = hvd.DistributedOptimizer(torch.optim.SGD(net.parameters(), lr=0.1), named_parameters=net.named_parameters())
     if RANK == 1:
@@ -167,6 +166,12 @@ def _():
     except Exception as error:
         return {"raised": True, "message": str(error)}
     return {"raised": False}
+
+
+# under the declared name and under every alias perseus.config declares (the manual's PERSEUS_ALLREDUCE_NANHECK)
+_nancheck = config.spec_of("PERSEUS_ALLREDUCE_NANCHECK")
+for _spelling in (_nancheck.name,) + tuple(_nancheck.aliases):
+    case("nancheck:" + _spelling, **{_spelling: "1"})(nancheck_case)
 
 
 @case("zero_grad_before_step")

@@ -9,7 +9,9 @@ variables, and what the collectives returned.
          (Keras 3; Keras 2 with TF_USE_LEGACY_KERAS=1 or on TensorFlow <= 2.15), with the bytes the
          engine put on the wire during fit; `keras legacy`: Keras 2's legacy Adam;
   tf1:   eager execution off, a TF1 graph trained by DistributedOptimizer(AdamOptimizer) in a
-         MonitoredTrainingSession with BroadcastGlobalVariablesHook(0).
+         MonitoredTrainingSession with BroadcastGlobalVariablesHook(0);
+  nancheck: one DistributedGradientTape step whose gradient is inf on rank 1 (the NaN check's variable is
+         set by the test): what it raised, or whether the weights stayed finite.
 """
 import hashlib
 import json
@@ -147,6 +149,21 @@ def digest_values(values) -> str:
     return h.hexdigest()
 
 
+def run_nancheck(rank: int, size: int) -> dict:
+    x, y = shard(rank, size)
+    model = model_for(0)
+    opt = tf.keras.optimizers.SGD(learning_rate=0.05)
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x, training=True) - y)) * (float("inf") if rank == 1 else 1.0)
+    tape = hvd.DistributedGradientTape(tape)
+    try:
+        grads = tape.gradient(loss, model.trainable_variables)
+        opt.apply_gradients(zip(grads, model.trainable_variables))
+    except Exception as error:  # the engine's NaN-check error, however TensorFlow surfaces it
+        return {"raised": type(error).__name__, "message": str(error)}
+    return {"raised": None, "finite": bool(all(np.isfinite(v.numpy()).all() for v in model.trainable_variables))}
+
+
 def main() -> int:
     case = sys.argv[1]
     if case == "tf1":
@@ -156,6 +173,8 @@ def main() -> int:
     report = {"rank": rank, "size": size, "local_rank": hvd.local_rank(), "local_size": hvd.local_size()}
     if case == "tf1":
         report.update(run_tf1(rank, size))
+    elif case == "nancheck":
+        report.update(run_nancheck(rank, size))
     else:
         report.update(collectives_report(rank, size))
         report.update(run_tape(rank, size) if case == "tape" else run_keras(rank, size, "legacy" in sys.argv[2:]))

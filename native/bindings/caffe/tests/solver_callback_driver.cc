@@ -6,7 +6,7 @@
 // against its own fp64 average (fp16 tolerance) and prints one line:
 //   REPORT {"rank":..,"size":..,"checksum":..,"max_err":..,"fp16":..,"fused_groups":..,"collectives":..}
 // Usage: perseus_caffe_driver [STEPS] [PARAM_COUNTS...]   (default 5 steps, params 1000 20 300000 7)
-// CAFFE_DRIVER_CRASH_RANK=r: rank r aborts at step 1.
+// CAFFE_DRIVER_CRASH_RANK=r: rank r aborts at step 1. CAFFE_DRIVER_NAN_RANK=r: rank r's first diff is NaN at step 1.
 #include <perseus/caffe.h>
 #include <perseus/engine.h>
 
@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
   // CAFFE_DRIVER_CRASH_RANK=r: rank r dies at step 1 (a crashed Caffe process), for the tests that
   // the job then ends non-zero on every rank
   const char* crash = std::getenv("CAFFE_DRIVER_CRASH_RANK");
+  // CAFFE_DRIVER_NAN_RANK=r: rank r's first gradient is NaN at step 1 (a diverged net), for the NaN check's tests
+  const char* nan_rank = std::getenv("CAFFE_DRIVER_NAN_RANK");
   for (int step = 0; step < steps; ++step) {
     if (crash != nullptr && step == 1 && std::atoi(crash) == rank) std::abort();
     std::vector<std::vector<double>> expected(counts.size());
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
       expected[p].assign(counts[p], 0.0);
       for (size_t i = 0; i < diff[p].size(); ++i) {
         diff[p][i] = static_cast<float>(gradient(rank, step, p, i, data[p][i]));
+        if (nan_rank != nullptr && step == 1 && p == 0 && i == 0 && std::atoi(nan_rank) == rank) diff[p][i] = NAN;
         for (int r = 0; r < size; ++r) expected[p][i] += gradient(r, step, p, i, data[p][i]) / size;
       }
     }

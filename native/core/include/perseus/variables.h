@@ -112,4 +112,8 @@
 /* PERSEUS_CAFFE_RANK_WEIGHTS: caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check). Allowed: a path prefix in a writable folder. Since 1.5.0. */
 #define PERSEUS_ENV_CAFFE_RANK_WEIGHTS "PERSEUS_CAFFE_RANK_WEIGHTS"
 
+/* Every alias of a variable, X(PERSEUS_ENV_<name>, PERSEUS_ENV_ALIAS_<alias>). */
+#define PERSEUS_ENV_ALIASES(X) \
+  X(PERSEUS_ENV_ALLREDUCE_NANCHECK, PERSEUS_ENV_ALIAS_ALLREDUCE_NANHECK)
+
 #endif  // PERSEUS_VARIABLES_H_

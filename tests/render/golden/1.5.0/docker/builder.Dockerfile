@@ -22,5 +22,11 @@ RUN ln -sfn "/usr/local/cuda-${CUDA_VERSION}" /usr/local/cuda \
 COPY docker/gloo/ /opt/perseus-gloo/
 RUN GLOO_CACHE_DIR=/opt/perseus-gloo bash /opt/perseus-gloo/build.sh
 ENV GLOO_CACHE_DIR=/opt/perseus-gloo
+# The MPI headers of the engine's MPI bootstrap plugins (declared parts of every framework wheel), unpacked by
+# the project's recipe (recipes/mpi/fetch.sh) from the Debian .debs the CI job fetched and checked into
+# docker/mpi/debs; the engine's configure step runs the same recipe, which finds them in MPI_CACHE_DIR.
+COPY docker/mpi/ /opt/perseus-mpi/
+RUN MPI_CACHE_DIR=/opt/perseus-mpi bash /opt/perseus-mpi/fetch.sh
+ENV MPI_CACHE_DIR=/opt/perseus-mpi
 LABEL perseus.release="1.5.0" \
       perseus.role="cibuildwheel builder"
