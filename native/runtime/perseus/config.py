@@ -210,8 +210,7 @@ class PerseusConfig:
         "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     nccl_network_interface: str = variable(
         "PERSEUS_NCCL_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
-        "network interface of NCCL communicators (NCCL_SOCKET_IFNAME, unless that is set; eth0 only where it exists)",
-        honoured_by=("torch",))
+        "network interface of NCCL communicators (NCCL_SOCKET_IFNAME unless set; eth0 where it exists)", honoured_by=("torch",))
     gloo_network_interface: str = variable(
         "PERSEUS_GLOO_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
         "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)

@@ -68,7 +68,7 @@
 #define PERSEUS_MIN_MASTER_PORT 1
 #define PERSEUS_MAX_MASTER_PORT 65535
 
-/* PERSEUS_NCCL_NETWORK_INTERFACE: network interface of NCCL communicators (NCCL_SOCKET_IFNAME, unless that is set; eth0 only where it exists). Allowed: an interface of this machine. Since 1.5.0. */
+/* PERSEUS_NCCL_NETWORK_INTERFACE: network interface of NCCL communicators (NCCL_SOCKET_IFNAME unless set; eth0 where it exists). Allowed: an interface of this machine. Since 1.5.0. */
 #define PERSEUS_ENV_NCCL_NETWORK_INTERFACE "PERSEUS_NCCL_NETWORK_INTERFACE"
 #define PERSEUS_DEFAULT_NCCL_NETWORK_INTERFACE "eth0"
 
