@@ -1,0 +1,115 @@
+"""perseus.tensorflow.horovod against Horovod 0.28's behaviour in 2-rank perseusrun jobs (free ports):
+collectives the ranks disagree on fail on every rank, promptly (GLOO_TIMEOUT_SECONDS=60 is never waited
+out), with Horovod's error type, and the engine keeps working afterwards; Horovod's API surface (dtype sets,
+reduce ops, alltoall, reducescatter, in-place broadcast, object collectives, capability queries) and the
+gradients Horovod registers for its collective ops."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from test_tf_horovod_runs import free_ports
+
+WORKER = Path(__file__).resolve().parent / "workers" / "tf_horovod_cases.py"
+TAG = re.compile(r"\[(\d+)\]<stdout>:REPORT ")
+PROMPT_SECONDS = 20  # far below GLOO_TIMEOUT_SECONDS=60: nobody waited for a collective that never came
+
+
+def run_cases(case: str) -> List[Dict]:
+    master, store = free_ports(2)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_", "HOROVOD_"))}
+    env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "GLOO_TIMEOUT_SECONDS": "60",
+                "TF_CPP_MIN_LOG_LEVEL": "3", "PERSEUS_ALLREDUCE_DTYPE": "1"})
+    perseusrun = str(Path(sys.executable).with_name("perseusrun"))
+    proc = subprocess.run([perseusrun, "-np", "2", "--", sys.executable, str(WORKER), case], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=400)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    found = [json.JSONDecoder().raw_decode(proc.stdout[m.end():])[0] for m in TAG.finditer(proc.stdout)]
+    assert len(found) == 2, proc.stdout[-3000:]
+    return sorted(found, key=lambda r: r["rank"])
+
+
+@pytest.fixture(scope="module")
+def disagree(ops):
+    return run_cases("disagree")
+
+
+def test_shapes_with_equal_element_counts_fail_on_every_rank(disagree):
+    # [17, 1311] vs [17, 23, 57]: 22287 elements each; Horovod raises FailedPreconditionError on every rank
+    for r in disagree:
+        assert r["shape"]["error"] == "FailedPreconditionError", r["shape"]
+        assert "does not match" in r["shape"]["message"], r["shape"]
+        assert r["shape"]["seconds"] < PROMPT_SECONDS
+        assert r["after_shape"] == [2.0, 4.0]
+
+
+@pytest.mark.parametrize("check", ["dtype", "scalar_gather", "root"])
+def test_a_refusal_on_one_rank_fails_the_other_promptly(disagree, check):
+    waiting, refusing = disagree[0][check], disagree[1][check]
+    assert waiting["error"] == "FailedPreconditionError", waiting  # the engine's mismatch, as Horovod's
+    assert waiting["seconds"] < PROMPT_SECONDS, waiting
+    assert refusing["error"] in ("InvalidArgumentError", "TypeError"), refusing  # its own, local error
+    assert refusing["seconds"] < PROMPT_SECONDS, refusing
+    assert all(r["after_" + check.split("_")[0]] == [2.0, 4.0] for r in disagree)
+
+
+@pytest.fixture(scope="module")
+def api(ops):
+    return run_cases("api")
+
+
+def test_reduce_ops_and_integer_arithmetic_as_horovod(api):
+    for r in api:
+        assert r["min"] == [[1, 5], [7, 2]] and r["max"] == [[2, 6], [8, 3]]
+        assert r["product"] == [6.0, 12.0]
+        assert r["int_average"] == [3, 10]  # (3 + 4) / 2 and (10 + 11) / 2, truncated as Horovod
+        assert r["int_prescale"] == [2, 10]  # prescale per rank before the sum: int(3 * 0.5) * 2
+        assert r["int8_sum"] == [-56, -6]  # 100 + 100 wraps in int8 as in Horovod
+
+
+def test_dtype_sets_as_horovod(api):
+    for r in api:
+        allowed = {"uint8", "int8", "int32", "int64", "float16", "float32", "float64", "bfloat16"}
+        assert {d for d, e in r["allreduce_dtypes"].items() if e == "ok"} == allowed, r["allreduce_dtypes"]
+        for name, seen in r["move_dtypes"].items():
+            one, two = (1.0, 1.0) if name == "bool" else (1.0, 2.0)
+            assert seen["gather"] == [[one, one], [two, two], [two, two]], (name, seen)
+            expected = [[1.0, 1.0], [1.0, 1.0]] if name == "bool" else [[6.0, 8.0], [10.0, 12.0]]
+            assert seen["broadcast"] == expected, (name, seen)
+
+
+def test_alltoall_reducescatter_and_inplace_broadcast(api):
+    zero, one = api
+    assert zero["alltoall"] == {"out": [[0, 1], [10, 11], [12, 13]], "received": [1, 2]}
+    assert one["alltoall"] == {"out": [[2, 3], [4, 5], [14, 15]], "received": [2, 1]}
+    assert zero["alltoall_equal"] == [1, 11] and one["alltoall_equal"] == [2, 12]
+    assert zero["reducescatter"] == [[0.0, 2.0], [4.0, 6.0]] and one["reducescatter"] == [[8.0, 10.0]]
+    for r in api:
+        assert r["broadcast_"] == [[2.0, 2.0]] and r["var_after"] == [2.0, 2.0]
+        assert r["ops"] == [r["rank"], 2, r["rank"], 2]
+        assert r["grouped_allgather"] == [[0, 1], [[0, 0], [1, 1]]]
+        assert r["allgather_object"] == [{"rank": 0}, {"rank": 1}]
+        assert r["broadcast_object"] == {"from": 1}
+
+
+def test_capability_queries_tell_the_truth_and_process_sets_are_refused(api):
+    for r in api:
+        assert r["built"] == {"ccl": False, "nccl": 0, "gloo": True, "mpi": False, "cuda": False}
+        assert r["process_set"]["error"] == "NotImplementedError"
+        assert "process_set=" in r["process_set"]["message"]
+
+
+def test_gradients_of_the_collectives_as_horovod(ops):
+    zero, one = run_cases("grads")
+    assert zero["allreduce_sum"] == [2.0] * 3 and one["allreduce_sum"] == [4.0] * 3  # sum of ones, times r + 1
+    assert zero["allreduce_average"] == [1.0] * 3 and one["allreduce_average"] == [2.0] * 3
+    # the averaged output gradient (1.5 x [[0, 1], [2, 3], [4, 5]]), each rank its own rows
+    assert zero["allgather"] == [[0.0, 1.5]] and one["allgather"] == [[3.0, 4.5], [6.0, 7.5]]
+    assert zero["broadcast"] == [0.0, 0.0] and one["broadcast"] == [1.5, 1.5]  # root 1 only
+    assert zero["allreduce_tf_function"] == [2.0, 2.0] == one["allreduce_tf_function"]
