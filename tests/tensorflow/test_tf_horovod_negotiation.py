@@ -20,12 +20,13 @@ TAG = re.compile(r"\[(\d+)\]<stdout>:REPORT ")
 PROMPT_SECONDS = 20  # far below GLOO_TIMEOUT_SECONDS=60: nobody waited for a collective that never came
 
 
-def run_cases(case: str) -> List[Dict]:
+def run_cases(case: str, extra_env: Dict[str, str] = None) -> List[Dict]:
     master, store = free_ports(2)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_", "HOROVOD_"))}
     env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "GLOO_TIMEOUT_SECONDS": "60",
                 "TF_CPP_MIN_LOG_LEVEL": "3", "PERSEUS_ALLREDUCE_DTYPE": "1"})
+    env.update(extra_env or {})
     perseusrun = str(Path(sys.executable).with_name("perseusrun"))
     proc = subprocess.run([perseusrun, "-np", "2", "--", sys.executable, str(WORKER), case], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=400)
@@ -113,3 +114,32 @@ def test_gradients_of_the_collectives_as_horovod(ops):
     assert zero["allgather"] == [[0.0, 1.5]] and one["allgather"] == [[3.0, 4.5], [6.0, 7.5]]
     assert zero["broadcast"] == [0.0, 0.0] and one["broadcast"] == [1.5, 1.5]  # root 1 only
     assert zero["allreduce_tf_function"] == [2.0, 2.0] == one["allreduce_tf_function"]
+
+
+def check_keras(reports: List[Dict], major: int, package: str) -> None:
+    for r in reports:
+        assert (r["keras_major"], r["keras_package"]) == (major, package)
+        assert r["standalone_same"]
+        assert r["who"] == [r["rank"], 2, r["rank"], 2, 1, True]
+        assert r["allreduce"] == [1.5, 3.0] and r["allreduce_sum"] == [3.0]
+        assert r["allgather"] == [[0], [1]] and r["broadcast"] == [10.0]
+        assert r["bgv"] == "RuntimeError"  # eager: no global variables, the message names the callback
+        # 0.05; epochs 1 and 2: 0.05 * 0.5 ** (epoch - 1); epoch 3 (past end_epoch) keeps the last value
+        assert r["lrs"] == pytest.approx([0.05, 0.05, 0.025, 0.025]), r["lrs"]
+        assert r["loaded_distributed"] and r["loaded_class"] == "SGD"
+        assert r["loaded_iterations"] == 16  # the optimizer's state came back with the model
+    zero, one = reports
+    assert zero["weights"] == one["weights"]  # broadcast at the start, averaged gradients every step
+    assert zero["losses"] == one["losses"]  # MetricAverageCallback
+    assert zero["losses"][-1] < zero["losses"][0]
+    assert zero["best_saved"] is True
+    assert zero["loaded_weights"] == one["loaded_weights"]  # the loaded model trains distributed
+
+
+def test_keras3_module_functions_load_model_and_callbacks(ops):
+    check_keras(run_cases("keras"), 3, "keras")
+
+
+def test_keras2_module_functions_load_model_and_callbacks(ops):
+    pytest.importorskip("tf_keras", reason="tf-keras is installed by the dev/test.sh stage tensorflow-binding")
+    check_keras(run_cases("keras", {"TF_USE_LEGACY_KERAS": "1"}), 2, "tf_keras")

@@ -7,7 +7,11 @@ Prints one `REPORT {json}` line with what each check saw (results, exception typ
             after each, an allreduce that both ranks agree on still works;
   api:      Horovod 0.28's API surface: dtype sets, Min/Max/Product, integer Average, alltoall, reducescatter,
             broadcast_, *_op, grouped collectives, object collectives, capability queries, process_set=;
-  grads:    gradients through allreduce (Sum, Average), allgather (uneven rows) and broadcast.
+  grads:    gradients through allreduce (Sum, Average), allgather (uneven rows) and broadcast;
+  keras:    Horovod's Keras module functions (hvd.keras and perseus.tensorflow.keras): init/size/rank, the
+            value collectives, load_model of a model saved with a distributed optimizer (it stays
+            distributed, its state kept), fit with the callbacks incl. LearningRateScheduleCallback and
+            BestModelCheckpoint, on the Keras tf.keras is (Keras 3, or tf_keras with TF_USE_LEGACY_KERAS=1).
 """
 import json
 import os
@@ -127,11 +131,64 @@ def case_grads(rank, size):
     return report
 
 
+def case_keras(rank, size):
+    import tempfile
+
+    import perseus.tensorflow.horovod.keras as hk
+    import perseus.tensorflow.keras as standalone
+
+    keras = tf.keras
+    package = sys.modules[type(keras.layers.Dense(1)).__module__.split(".")[0]]  # keras or tf_keras
+    report = {"keras_major": int(package.__version__.split(".")[0]), "keras_package": package.__name__}
+    report["standalone_same"] = standalone.DistributedOptimizer is hk.DistributedOptimizer
+    hk.init()
+    report["who"] = [hk.rank(), hk.size(), hk.local_rank(), hk.local_size(), hk.cross_size(), hk.is_initialized()]
+    report["allreduce"] = hk.allreduce(np.array([1.0 + rank, 3.0]), average=True).tolist()
+    report["allreduce_sum"] = hk.allreduce(np.array([1.0 + rank]), op=hk.Sum).tolist()
+    report["allgather"] = hk.allgather(np.array([[rank]])).tolist()
+    report["broadcast"] = hk.broadcast(np.array([5.0 * (rank + 1)]), root_rank=1).tolist()
+    report["bgv"] = outcome(lambda: hk.broadcast_global_variables(0))["error"]
+
+    x = np.random.default_rng(rank).normal(size=(64, 4)).astype(np.float32)
+    y = (x.sum(axis=1, keepdims=True) * 0.5).astype(np.float32)
+    keras.utils.set_random_seed(rank)
+    model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+    model.compile(loss="mse", optimizer=hk.DistributedOptimizer(keras.optimizers.SGD(0.05, momentum=0.5)))
+    seen = []
+
+    class Record(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append(float(np.asarray(self.model.optimizer.learning_rate)))
+
+    folder = tempfile.mkdtemp()
+    best = os.path.join(folder, "best.keras" if report["keras_major"] >= 3 else "best.h5")
+    callbacks = [hk.callbacks.BroadcastGlobalVariablesCallback(0), hk.callbacks.MetricAverageCallback(),
+                 hk.callbacks.LearningRateScheduleCallback(initial_lr=0.05, multiplier=0.5, start_epoch=1, end_epoch=3),
+                 Record()]
+    if rank == 0:
+        callbacks.append(hk.callbacks.BestModelCheckpoint(monitor="loss", filepath=best))
+    history = model.fit(x, y, batch_size=16, epochs=4, callbacks=callbacks, verbose=0)
+    report["lrs"] = seen
+    report["losses"] = [float(v) for v in history.history["loss"]]
+    report["weights"] = [w.tolist() for w in model.get_weights()]
+    report["best_saved"] = os.path.exists(best) if rank == 0 else None
+    path = os.path.join(folder, "model.keras" if report["keras_major"] >= 3 else "model.h5")
+    model.save(path)
+    loaded = hk.load_model(path)
+    report["loaded_distributed"] = bool(getattr(type(loaded.optimizer), "_perseus_distributed", False))
+    report["loaded_class"] = type(loaded.optimizer).__name__
+    report["loaded_iterations"] = int(np.asarray(loaded.optimizer.iterations))
+    loaded.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    report["loaded_weights"] = [w.tolist() for w in loaded.get_weights()]
+    return report
+
+
 def main():
     case = sys.argv[1]
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
-    report = {"case_disagree": case_disagree, "case_api": case_api, "case_grads": case_grads}["case_" + case](rank, size)
+    report = {"case_disagree": case_disagree, "case_api": case_api, "case_grads": case_grads,
+              "case_keras": case_keras}["case_" + case](rank, size)
     report["rank"] = rank
     print("REPORT " + json.dumps(report), flush=True)
     hvd.shutdown()

@@ -12,6 +12,7 @@ from typing import Any
 
 from . import keras
 from . import util
+from .util import _executing_eagerly
 from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, engine_info, engine_wire_bytes,
                      gloo_built, gloo_enabled, init, is_homogeneous, is_initialized, local_rank, local_size, mpi_built,
                      mpi_enabled, mpi_threads_supported, nccl_built, rank, rocm_built, shutdown, size, start_timeline,

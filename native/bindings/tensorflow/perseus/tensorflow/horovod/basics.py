@@ -29,6 +29,11 @@ def init(comm: Any = None, process_sets: Any = None, **policy: Any) -> None:
             return
         variables.warn_not_honoured()
         engine = _engine.start(**policy)
+        # a new engine has no collective in flight: every rank numbers its unnamed collectives from 0 again
+        # (ranks that diverged under the previous engine, e.g. one rank's test failing midway, agree again)
+        from . import collectives
+
+        collectives.reset_names()
         _engine_handle, _info = engine, engine.info()
         atexit.register(shutdown)
 

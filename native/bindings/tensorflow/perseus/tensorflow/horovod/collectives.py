@@ -91,6 +91,12 @@ def _dtypes() -> Any:
     return reduce_types, reduce_types + (tf.uint16, tf.int16, tf.bool)
 
 
+def reset_names() -> None:
+    """Generated names start from 0 again (hvd.init() of a new engine)."""
+    with _counter_lock:
+        _counters.clear()
+
+
 def _auto_name(kind: str, name: Optional[str]) -> str:
     if name:
         return "%s.%s" % (kind, name)

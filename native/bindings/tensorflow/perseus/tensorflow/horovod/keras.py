@@ -22,7 +22,6 @@ from .collectives import Adasum, Average, Sum, allreduce as _tf_allreduce, broad
 from .compression import Compression, Compressor
 from .gradient_tape import allreduce_gradients
 
-allreduce_tensor = _tf_allreduce
 
 
 def _major(package: Any) -> int:
