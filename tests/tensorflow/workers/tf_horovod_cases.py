@@ -52,6 +52,9 @@ def case_disagree(rank, size):
     scalar = tf.constant([1, 2]) if rank == 0 else tf.constant(3)
     report["scalar_gather"] = outcome(lambda: hvd.allgather(scalar, name="scalar"))
     report["after_scalar"] = agreed("scalar")
+    op = hvd.Sum if rank == 0 else hvd.Adasum
+    report["op"] = outcome(lambda: hvd.allreduce(tf.constant([1.0]), op=op, name="ops"))
+    report["after_op"] = agreed("op")
     root = 0 if rank == 0 else 7
     report["root"] = outcome(lambda: hvd.broadcast(tf.constant([1.0]), root_rank=root, name="root"))
     report["after_root"] = agreed("root")

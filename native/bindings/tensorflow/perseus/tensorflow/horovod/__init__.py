@@ -32,14 +32,28 @@ from .tf1 import BroadcastGlobalVariablesHook, broadcast_global_variables
 _register_gradients()
 
 
-def DistributedOptimizer(optimizer: Any, *args: Any, **kwargs: Any) -> Any:
+def DistributedOptimizer(optimizer: Any, name: Any = None, use_locking: bool = False, device_dense: str = "",
+                         device_sparse: str = "", compression: Any = Compression.none, sparse_as_dense: bool = False,
+                         backward_passes_per_step: int = 1, op: Any = Average, gradient_predivide_factor: float = 1.0,
+                         average_aggregated_gradients: bool = False, num_groups: int = 0, groups: Any = None,
+                         process_set: Any = global_process_set, scale_local_gradients: bool = True) -> Any:
     """Wraps a tf.compat.v1.train.Optimizer (tf1.DistributedOptimizer) or a Keras optimizer
     (keras.DistributedOptimizer): gradients are averaged (or summed) over every rank."""
     import tensorflow as tf
 
+    from .collectives import _require_global
+
+    _require_global(process_set)
+    if gradient_predivide_factor != 1.0:
+        raise NotImplementedError("not supported yet: gradient_predivide_factor in perseus.tensorflow.horovod")
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
-        return tf1.DistributedOptimizer(optimizer, *args, **kwargs)
-    return keras.DistributedOptimizer(optimizer, *args, **kwargs)
+        return tf1.DistributedOptimizer(optimizer, name=name, use_locking=use_locking, compression=compression,
+                                        sparse_as_dense=sparse_as_dense, op=op,
+                                        backward_passes_per_step=backward_passes_per_step)
+    return keras.DistributedOptimizer(optimizer, name=name, compression=compression, sparse_as_dense=sparse_as_dense,
+                                      op=op, backward_passes_per_step=backward_passes_per_step,
+                                      average_aggregated_gradients=average_aggregated_gradients,
+                                      num_groups=num_groups, groups=groups, scale_local_gradients=scale_local_gradients)
 
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",

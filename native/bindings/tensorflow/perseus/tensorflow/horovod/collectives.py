@@ -206,7 +206,10 @@ def allreduce(tensor: Any, average: Optional[bool] = None, device_dense: str = "
     Horovod does."""
     import tensorflow as tf
 
-    op = _op_word(op, average)
+    try:
+        op = _op_word(op, average)
+    except ValueError as error:  # a refusal of this rank alone: the others fail at once too
+        _refuse(_auto_name("allreduce", name), error)
     _require_global(process_set)
     if isinstance(tensor, tf.IndexedSlices):
         if op == Adasum:
@@ -222,7 +225,7 @@ def allreduce(tensor: Any, average: Optional[bool] = None, device_dense: str = "
             values = values / tf.cast(_size(), values.dtype)
         return tf.IndexedSlices(values, indices, dense_shape=tensor.dense_shape)
     if op == Adasum:
-        raise _adasum_refused()
+        _refuse(_auto_name("allreduce", name), _adasum_refused())
     tensor = tf.convert_to_tensor(tensor)
     compressed, ctx = compression.compress(tensor)
     reduced = _allreduce(compressed, op, prescale_factor, postscale_factor, name)
@@ -395,13 +398,11 @@ def reducescatter(tensor: Any, device_dense: str = "", compression: Compressor =
 
 
 def grouped_reducescatter(tensors: Sequence[Any], device_dense: str = "", compression: Compressor = Compression.none,
-                          op: Any = Average, name: Optional[str] = None, process_set: Any = global_process_set,
-                          ignore_name_scope: bool = False, prescale_factor: float = 1.0,
+                          op: Any = Average, process_set: Any = global_process_set, prescale_factor: float = 1.0,
                           postscale_factor: float = 1.0) -> List[Any]:
     _require_global(process_set)
-    return [reducescatter(t, compression=compression, op=op, name=None if name is None else "%s.%d" % (name, i),
-                          prescale_factor=prescale_factor, postscale_factor=postscale_factor)
-            for i, t in enumerate(tensors)]
+    return [reducescatter(t, compression=compression, op=op, prescale_factor=prescale_factor,
+                          postscale_factor=postscale_factor) for t in tensors]
 
 
 def join() -> Any:
