@@ -135,6 +135,9 @@ def check_keras(reports: List[Dict], major: int, package: str) -> None:
     assert zero["losses"][-1] < zero["losses"][0]
     assert zero["best_saved"] is True
     assert zero["loaded_weights"] == one["loaded_weights"]  # the loaded model trains distributed
+    # PartialDistributedOptimizer: the shared layer's gradients averaged, the local layer's kept per rank
+    assert zero["partial_shared"] == one["partial_shared"]
+    assert zero["partial_local"] != one["partial_local"]
 
 
 def test_keras3_module_functions_load_model_and_callbacks(ops):

@@ -183,6 +183,15 @@ def case_keras(rank, size):
     report["loaded_iterations"] = int(np.asarray(loaded.optimizer.iterations))
     loaded.fit(x, y, batch_size=16, epochs=1, verbose=0)
     report["loaded_weights"] = [w.tolist() for w in loaded.get_weights()]
+
+    keras.utils.set_random_seed(7)  # the same initial weights on both ranks
+    shared, local = keras.layers.Dense(3), keras.layers.Dense(1)
+    partial = keras.Sequential([keras.Input(shape=(4,)), shared, local])
+    partial.compile(loss="mse", optimizer=standalone.PartialDistributedOptimizer(keras.optimizers.SGD(0.1),
+                                                                                 local_layers=[local]))
+    partial.fit(x, y, batch_size=64, epochs=1, verbose=0)
+    report["partial_shared"] = [w.tolist() for w in shared.get_weights()]
+    report["partial_local"] = [w.tolist() for w in local.get_weights()]
     return report
 
 

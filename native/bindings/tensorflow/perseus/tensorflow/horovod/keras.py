@@ -18,7 +18,8 @@ from . import collectives as _collectives
 from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init,
                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
                      rank, rocm_built, shutdown, size, start_timeline, stop_timeline)
-from .collectives import Adasum, Average, Sum, allreduce as _tf_allreduce, broadcast_variables, global_process_set
+from .collectives import (Adasum, Average, ProcessSet, Sum, add_process_set, allreduce as _tf_allreduce,
+                          broadcast_variables, global_process_set, remove_process_set)
 from .compression import Compression, Compressor
 from .gradient_tape import allreduce_gradients
 
@@ -72,6 +73,35 @@ def DistributedOptimizer(optimizer: Any, name: Optional[str] = None, device_dens
     return cls.from_config(optimizer.get_config())
 
 
+def _reduce(optimizer: Any, grads: list, variables: Any, compression: Compressor, op: Any,
+            sparse_as_dense: bool) -> list:
+    """The gradients allreduced, except those of the variables registered local (register_local_var): kept,
+    divided by the size with scale_local_gradients (Horovod's PartialDistributedOptimizer)."""
+    local = getattr(optimizer, "_perseus_local_ids", None)
+    if not local or variables is None:
+        return allreduce_gradients(grads, compression, op, sparse_as_dense, "keras.grad")
+    is_local = [id(v) in local for v in variables]
+    shared = iter(allreduce_gradients([g for g, mine in zip(grads, is_local) if not mine], compression, op,
+                                      sparse_as_dense, "keras.grad"))
+    scale = getattr(optimizer, "_perseus_scale_local", True)
+    out = []
+    for grad, mine in zip(grads, is_local):
+        if not mine:
+            out.append(next(shared))
+        else:
+            out.append(grad / basics.size() if scale and grad is not None else grad)
+    return out
+
+
+def _register_local_var(self: Any, var: Any) -> None:
+    """`var`'s gradient stays this rank's (not allreduced)."""
+    local = getattr(self, "_perseus_local_ids", None)
+    if local is None:
+        local = set()
+        object.__setattr__(self, "_perseus_local_ids", local)
+    local.add(id(var))
+
+
 def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_dense: bool) -> Any:
     """A subclass of the optimizer class `base` whose apply (Keras 3) / apply_gradients (Keras 2) first
     allreduces the gradients."""
@@ -79,19 +109,52 @@ def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_de
         return base
     if _class_keras_major(base) >= 3:
         def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
-            reduced = allreduce_gradients(list(grads), compression, op, sparse_as_dense, "keras.grad")
+            grads = list(grads)
+            variables = trainable_variables if trainable_variables is not None else getattr(
+                self, "_trainable_variables", None)
+            reduced = _reduce(self, grads, variables, compression, op, sparse_as_dense)
             return base.apply(self, reduced, trainable_variables)
 
         methods = {"apply": apply}
     else:
         def apply_gradients(self: Any, grads_and_vars: Any, *args: Any, **kw: Any) -> Any:
             pairs = list(grads_and_vars)
-            reduced = allreduce_gradients([g for g, _ in pairs], compression, op, sparse_as_dense, "keras.grad")
-            return base.apply_gradients(self, list(zip(reduced, [v for _, v in pairs])), *args, **kw)
+            variables = [v for _, v in pairs]
+            reduced = _reduce(self, [g for g, _ in pairs], variables, compression, op, sparse_as_dense)
+            return base.apply_gradients(self, list(zip(reduced, variables)), *args, **kw)
 
         methods = {"apply_gradients": apply_gradients}
-    methods.update({"_perseus_distributed": True, "__module__": base.__module__})
+    methods.update({"_perseus_distributed": True, "__module__": base.__module__,
+                    "register_local_var": _register_local_var})
     return types.new_class(base.__name__, (base,), {}, lambda ns: ns.update(methods))
+
+
+def PartialDistributedOptimizer(optimizer: Any, name: Optional[str] = None, device_dense: str = "",
+                                device_sparse: str = "", compression: Compressor = Compression.none,
+                                sparse_as_dense: bool = False, gradient_predivide_factor: float = 1.0,
+                                op: Any = Average, backward_passes_per_step: int = 1,
+                                average_aggregated_gradients: bool = False, groups: Any = None,
+                                process_set: Any = global_process_set, local_layers: Any = None,
+                                scale_local_gradients: bool = True) -> Any:
+    """DistributedOptimizer whose local_layers' trainable weights keep this rank's gradient (divided by the
+    size with scale_local_gradients, as Horovod)."""
+    if local_layers is None:
+        local_layers = []
+    elif not isinstance(local_layers, (list, tuple)):
+        local_layers = [local_layers]
+    for layer in local_layers:
+        if not hasattr(layer, "trainable_weights"):
+            raise ValueError("All local layers must be Keras layers, not %r" % (layer,))
+    distributed = DistributedOptimizer(optimizer, name=name, compression=compression, sparse_as_dense=sparse_as_dense,
+                                       gradient_predivide_factor=gradient_predivide_factor, op=op,
+                                       backward_passes_per_step=backward_passes_per_step,
+                                       average_aggregated_gradients=average_aggregated_gradients, groups=groups,
+                                       process_set=process_set, scale_local_gradients=scale_local_gradients)
+    object.__setattr__(distributed, "_perseus_scale_local", scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            distributed.register_local_var(var)
+    return distributed
 
 
 def _value(tensor: Any) -> Any:
@@ -398,6 +461,7 @@ def _best_checkpoint_class() -> Any:
 __all__ = ["init", "shutdown", "is_initialized", "size", "local_size", "cross_size", "rank", "local_rank",
            "cross_rank", "start_timeline", "stop_timeline", "mpi_threads_supported", "mpi_enabled", "mpi_built",
            "gloo_enabled", "gloo_built", "nccl_built", "ddl_built", "ccl_built", "cuda_built", "rocm_built",
-           "Average", "Sum", "Adasum", "Compression", "global_process_set", "DistributedOptimizer",
+           "Average", "Sum", "Adasum", "Compression", "global_process_set", "ProcessSet", "add_process_set",
+           "remove_process_set", "DistributedOptimizer", "PartialDistributedOptimizer",
            "broadcast_global_variables", "allreduce", "allgather", "broadcast", "reducescatter", "load_model",
            "callbacks"]
