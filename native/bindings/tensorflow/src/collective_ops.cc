@@ -23,9 +23,18 @@ using ::tensorflow::TensorShape;
 namespace errors = ::tensorflow::errors;
 namespace shape_inference = ::tensorflow::shape_inference;
 
-#define PERSEUS_TF_TYPES "T: {half, bfloat16, float, double, int32, int64, uint8}"
+// Horovod 0.28's dtype sets (bfloat16: a perseus extension). allreduce: uint8, int8, int32, int64 and the floats;
+// broadcast and allgather add uint16, int16 and bool. A dtype outside gets TensorFlow's own op-definition error,
+// as with Horovod's ops.
+#define PERSEUS_TF_REDUCE_TYPES "T: {uint8, int8, int32, int64, half, bfloat16, float, double}"
+#define PERSEUS_TF_MOVE_TYPES "T: {uint8, int8, uint16, int16, int32, int64, half, bfloat16, float, double, bool}"
 
-bool engine_dtype(DataType type, perseus_engine_dtype* out) {
+// How a TensorFlow dtype travels: an engine dtype, or (int8, uint16, int16, bool) as bytes (uint8), with a
+// trailing shape pattern unique to the dtype so that ranks submitting different dtypes of one width still fail
+// the engine's match (int8 [1], bool [1, 1], int16 [2], uint16 [2, 1]). Sums of int8 as uint8 are exact: two's
+// complement addition wraps the same way.
+bool engine_dtype(DataType type, perseus_engine_dtype* out, std::vector<int64_t>* byte_pattern) {
+  byte_pattern->clear();
   switch (type) {
     case ::tensorflow::DT_FLOAT: *out = PERSEUS_ENGINE_FLOAT32; return true;
     case ::tensorflow::DT_HALF: *out = PERSEUS_ENGINE_FLOAT16; return true;
@@ -34,8 +43,32 @@ bool engine_dtype(DataType type, perseus_engine_dtype* out) {
     case ::tensorflow::DT_INT32: *out = PERSEUS_ENGINE_INT32; return true;
     case ::tensorflow::DT_INT64: *out = PERSEUS_ENGINE_INT64; return true;
     case ::tensorflow::DT_UINT8: *out = PERSEUS_ENGINE_UINT8; return true;
+    case ::tensorflow::DT_INT8: *out = PERSEUS_ENGINE_UINT8; *byte_pattern = {1}; return true;
+    case ::tensorflow::DT_BOOL: *out = PERSEUS_ENGINE_UINT8; *byte_pattern = {1, 1}; return true;
+    case ::tensorflow::DT_INT16: *out = PERSEUS_ENGINE_UINT8; *byte_pattern = {2}; return true;
+    case ::tensorflow::DT_UINT16: *out = PERSEUS_ENGINE_UINT8; *byte_pattern = {2, 1}; return true;
     default: return false;
   }
+}
+
+// The shape the engine compares across ranks: the tensor's own dimensions (so [17, 1311] and [17, 23, 57] fail
+// the match though their element counts agree), leading ones folded together when there are more than the
+// engine takes (keeping the first apart for allgather, whose first dimension may differ), then the dtype's
+// byte pattern.
+std::vector<int64_t> signature_shape(const Tensor& t, const std::vector<int64_t>& byte_pattern, bool keep_first) {
+  std::vector<int64_t> dims;
+  for (int d = 0; d < t.dims(); ++d) dims.push_back(t.dim_size(d));
+  const size_t room = PERSEUS_ENGINE_MAX_DIMS - byte_pattern.size();
+  if (dims.size() > room) {
+    const size_t start = keep_first ? 1 : 0;
+    const size_t fold = dims.size() - room + 1;
+    int64_t merged = 1;
+    for (size_t i = start; i < start + fold; ++i) merged *= dims[i];
+    dims.erase(dims.begin() + static_cast<long>(start) + 1, dims.begin() + static_cast<long>(start + fold));
+    dims[start] = merged;
+  }
+  dims.insert(dims.end(), byte_pattern.begin(), byte_pattern.end());
+  return dims;
 }
 
 ::tensorflow::Status status_of(perseus_engine_status status, const std::string& message) {
@@ -60,7 +93,8 @@ class CollectiveOp : public AsyncOpKernel {
 
  protected:
   // The engine, or a failed op (and false) saying hvd.init() is missing.
-  bool prepare(OpKernelContext* ctx, const DoneCallback& done, perseus_engine** engine, perseus_engine_dtype* dtype) {
+  bool prepare(OpKernelContext* ctx, const DoneCallback& done, perseus_engine** engine, perseus_engine_dtype* dtype,
+               std::vector<int64_t>* byte_pattern) {
     *engine = current_engine();
     if (*engine == nullptr) {
       ctx->SetStatus(errors::FailedPrecondition("perseus.tensorflow ", type_string(), " '", name_,
@@ -69,7 +103,7 @@ class CollectiveOp : public AsyncOpKernel {
       done();
       return false;
     }
-    if (!engine_dtype(ctx->input(0).dtype(), dtype)) {
+    if (!engine_dtype(ctx->input(0).dtype(), dtype, byte_pattern)) {
       ctx->SetStatus(errors::InvalidArgument("perseus.tensorflow: unsupported dtype ",
                                              ::tensorflow::DataTypeString(ctx->input(0).dtype())));
       done();
@@ -78,24 +112,44 @@ class CollectiveOp : public AsyncOpKernel {
     return true;
   }
 
-  // Submitted (true) or failed with the engine's message (false, done called).
-  bool submitted(OpKernelContext* ctx, const DoneCallback& done, perseus_engine_status status) {
+  // Submitted (true) or failed with the engine's message (false, done called). A submit this rank's engine
+  // refused (a bad argument: the other ranks' submits were accepted) is made known to the others: a barrier
+  // under the collective's name fails their collective at once as a mismatch (instead of their waiting out
+  // GLOO_TIMEOUT_SECONDS); this rank's op then fails with its own error.
+  bool submitted(OpKernelContext* ctx, const DoneCallback& done, perseus_engine* engine, perseus_engine_status status) {
     if (status == PERSEUS_ENGINE_OK) return true;
-    ctx->SetStatus(status_of(status, engine_error(type_string().c_str(), status)));
-    done();
+    const ::tensorflow::Status local = status_of(status, engine_error(type_string().c_str(), status));
+    if (status == PERSEUS_ENGINE_INVALID_ARGUMENT || status == PERSEUS_ENGINE_UNSUPPORTED) {
+      refuse(ctx, done, engine, local);
+    } else {
+      ctx->SetStatus(local);
+      done();
+    }
     return false;
+  }
+
+  // Fails this op with `error` after a barrier under the collective's name: the other ranks' collective of
+  // that name fails at once as a mismatch (a rank that refuses locally never leaves them waiting).
+  void refuse(OpKernelContext* ctx, const DoneCallback& done, perseus_engine* engine, const ::tensorflow::Status& error) {
+    perseus_engine_handle barrier = 0;
+    if (perseus_engine_barrier(engine, name_.c_str(), &barrier) == PERSEUS_ENGINE_OK) {
+      complete_async(engine, barrier, [ctx, done, error](perseus_engine_status, const std::string&) {
+        ctx->SetStatus(error);
+        done();
+      });
+      return;
+    }
+    ctx->SetStatus(error);
+    done();
   }
 
   std::string name_;
 };
 
-// The shape the engine compares across ranks: the element count (any rank, even > 8 dimensions).
-int64_t flat_shape(const Tensor& t) { return t.NumElements(); }
-
 REGISTER_OP("PerseusAllreduce")
     .Input("tensor: T")
     .Output("reduced: T")
-    .Attr(PERSEUS_TF_TYPES)
+    .Attr(PERSEUS_TF_REDUCE_TYPES)
     .Attr("tensor_name: string")
     .Attr("reduce_op: {'sum', 'average'} = 'sum'")
     .SetIsStateful()
@@ -115,15 +169,17 @@ class AllreduceOp : public CollectiveOp {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     perseus_engine* engine = nullptr;
     perseus_engine_dtype dtype;
-    if (!prepare(ctx, done, &engine, &dtype)) return;
+    std::vector<int64_t> pattern;
+    if (!prepare(ctx, done, &engine, &dtype, &pattern)) return;
     const Tensor& input = ctx->input(0);
     Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, input.shape(), &output), done);
     if (input.TotalBytes() > 0) std::memcpy(buffer_of(*output), buffer_of(input), input.TotalBytes());
-    const int64_t shape[1] = {flat_shape(input)};
+    const std::vector<int64_t> shape = signature_shape(input, pattern, false);
     perseus_engine_handle handle = 0;
-    if (!submitted(ctx, done,
-                   perseus_engine_allreduce(engine, name_.c_str(), buffer_of(*output), dtype, 1, shape, op_, &handle)))
+    if (!submitted(ctx, done, engine,
+                   perseus_engine_allreduce(engine, name_.c_str(), buffer_of(*output), dtype,
+                                            static_cast<int>(shape.size()), shape.data(), op_, &handle)))
       return;
     complete_async(engine, handle, [ctx, done](perseus_engine_status status, const std::string& message) {
       ctx->SetStatus(status_of(status, message));
@@ -139,7 +195,7 @@ REGISTER_KERNEL_BUILDER(Name("PerseusAllreduce").Device(::tensorflow::DEVICE_CPU
 REGISTER_OP("PerseusBroadcast")
     .Input("tensor: T")
     .Output("broadcast: T")
-    .Attr(PERSEUS_TF_TYPES)
+    .Attr(PERSEUS_TF_MOVE_TYPES)
     .Attr("tensor_name: string")
     .Attr("root_rank: int = 0")
     .SetIsStateful()
@@ -157,16 +213,17 @@ class BroadcastOp : public CollectiveOp {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     perseus_engine* engine = nullptr;
     perseus_engine_dtype dtype;
-    if (!prepare(ctx, done, &engine, &dtype)) return;
+    std::vector<int64_t> pattern;
+    if (!prepare(ctx, done, &engine, &dtype, &pattern)) return;
     const Tensor& input = ctx->input(0);
     Tensor* output = nullptr;
     OP_REQUIRES_OK_ASYNC(ctx, ctx->allocate_output(0, input.shape(), &output), done);
     if (input.TotalBytes() > 0) std::memcpy(buffer_of(*output), buffer_of(input), input.TotalBytes());
-    const int64_t shape[1] = {flat_shape(input)};
+    const std::vector<int64_t> shape = signature_shape(input, pattern, false);
     perseus_engine_handle handle = 0;
-    if (!submitted(ctx, done,
-                   perseus_engine_broadcast(engine, name_.c_str(), buffer_of(*output), dtype, 1, shape, root_,
-                                            &handle)))
+    if (!submitted(ctx, done, engine,
+                   perseus_engine_broadcast(engine, name_.c_str(), buffer_of(*output), dtype,
+                                            static_cast<int>(shape.size()), shape.data(), root_, &handle)))
       return;
     complete_async(engine, handle, [ctx, done](perseus_engine_status status, const std::string& message) {
       ctx->SetStatus(status_of(status, message));
@@ -182,7 +239,7 @@ REGISTER_KERNEL_BUILDER(Name("PerseusBroadcast").Device(::tensorflow::DEVICE_CPU
 REGISTER_OP("PerseusAllgather")
     .Input("tensor: T")
     .Output("gathered: T")
-    .Attr(PERSEUS_TF_TYPES)
+    .Attr(PERSEUS_TF_MOVE_TYPES)
     .Attr("tensor_name: string")
     .SetIsStateful()
     .SetShapeFn([](shape_inference::InferenceContext* c) {
@@ -203,19 +260,21 @@ class AllgatherOp : public CollectiveOp {
   void ComputeAsync(OpKernelContext* ctx, DoneCallback done) override {
     perseus_engine* engine = nullptr;
     perseus_engine_dtype dtype;
-    if (!prepare(ctx, done, &engine, &dtype)) return;
+    std::vector<int64_t> pattern;
+    if (!prepare(ctx, done, &engine, &dtype, &pattern)) return;
     const Tensor& input = ctx->input(0);
-    OP_REQUIRES_ASYNC(ctx, input.dims() >= 1,
-                      errors::InvalidArgument("perseus.tensorflow allgather '", name_,
-                                              "': needs a tensor of rank >= 1 (reshape a scalar to [1])"),
-                      done);
-    int64_t tail = 1;
-    for (int d = 1; d < input.dims(); ++d) tail *= input.dim_size(d);
-    const int64_t shape[2] = {input.dim_size(0), tail};
+    if (input.dims() < 1) {
+      refuse(ctx, done, engine,
+             errors::InvalidArgument("perseus.tensorflow allgather '", name_,
+                                     "': needs a tensor of rank >= 1 (reshape a scalar to [1])"));
+      return;
+    }
+    const std::vector<int64_t> shape = signature_shape(input, pattern, true);
     perseus_engine_handle handle = 0;
     // the input tensor stays alive until done(): the op holds its inputs until then
-    if (!submitted(ctx, done,
-                   perseus_engine_allgather(engine, name_.c_str(), buffer_of(input), dtype, 2, shape, &handle)))
+    if (!submitted(ctx, done, engine,
+                   perseus_engine_allgather(engine, name_.c_str(), buffer_of(input), dtype,
+                                            static_cast<int>(shape.size()), shape.data(), &handle)))
       return;
     complete_async(engine, handle, [ctx, done, engine, handle](perseus_engine_status status, const std::string& message) {
       if (status != PERSEUS_ENGINE_OK) {

@@ -13,15 +13,27 @@ _engine_handle = None  # type: Optional[Engine]
 _info = None  # type: Optional[Dict[str, int]]
 
 
-def init(**policy: Any) -> None:
+def init(comm: Any = None, process_sets: Any = None, **policy: Any) -> None:
     """Starts the engine of this job (numbers from perseusrun / torchrun / mpirun, rendezvous with every rank).
-    Policy keywords (wire_dtype, gradient_scale, ...) override the PERSEUS_* environment. Idempotent."""
+    Policy keywords (wire_dtype, gradient_scale, ...) override the PERSEUS_* environment. Idempotent.
+    Horovod's `comm` (an MPI communicator or rank list) and `process_sets` are not supported yet."""
     global _engine_handle, _info
+    if comm is not None:
+        raise NotImplementedError("not supported yet: hvd.init(comm=...) in perseus.tensorflow.horovod (every rank "
+                                  "of the job takes part); call hvd.init()")
+    if process_sets is not None:
+        raise NotImplementedError("not supported yet: hvd.init(process_sets=...) in perseus.tensorflow.horovod "
+                                  "(process sets are a separate issue); call hvd.init()")
     with _lock:
         if _engine_handle is not None:
             return
         variables.warn_not_honoured()
         engine = _engine.start(**policy)
+        # a new engine has no collective in flight: every rank numbers its unnamed collectives from 0 again
+        # (ranks that diverged under the previous engine, e.g. one rank's test failing midway, agree again)
+        from . import collectives
+
+        collectives.reset_names()
         _engine_handle, _info = engine, engine.info()
         atexit.register(shutdown)
 
@@ -91,6 +103,8 @@ def engine_wire_bytes(dtype: str, level: str = "all") -> Tuple[int, int]:
 
 
 def mpi_threads_supported() -> bool:
+    """False: perseus runs no MPI collectives (MPI only starts the job under mpirun)."""
+    _require()
     return False
 
 
@@ -98,9 +112,52 @@ def mpi_enabled() -> bool:
     return False
 
 
+def mpi_built() -> bool:
+    """False: the collectives never run over MPI (perseus uses MPI at most to bootstrap under mpirun)."""
+    return False
+
+
 def gloo_enabled() -> bool:
     return True
 
 
-def nccl_built() -> bool:
+def gloo_built() -> bool:
+    return True
+
+
+def nccl_built() -> int:
+    """0: the TensorFlow binding reduces host tensors through Gloo (Horovod returns NCCL's version code when built
+    with NCCL, 0 otherwise)."""
+    return 0
+
+
+def ddl_built() -> bool:
     return False
+
+
+def ccl_built() -> bool:
+    return False
+
+
+def cuda_built() -> bool:
+    """False: the TensorFlow binding's ops are CPU kernels."""
+    return False
+
+
+def rocm_built() -> bool:
+    return False
+
+
+def is_homogeneous() -> bool:
+    """Whether every node runs the same number of ranks."""
+    info = _require()
+    return info["size"] == info["local_size"] * info["num_nodes"]
+
+
+def start_timeline(file_path: str, mark_cycles: bool = False) -> None:
+    raise NotImplementedError("not supported: Horovod's timeline in perseus.tensorflow.horovod (HOROVOD_TIMELINE "
+                              "is not honoured either)")
+
+
+def stop_timeline() -> None:
+    raise NotImplementedError("not supported: Horovod's timeline in perseus.tensorflow.horovod")

@@ -24,11 +24,19 @@ def allreduce_gradients(grads: List[Any], compression: Compressor, op: Any, spar
 class _DistributedGradientTape:
     """Wraps a tf.GradientTape: everything is the tape's, except gradient()."""
 
-    def __init__(self, tape: Any, compression: Compressor, op: Any, sparse_as_dense: bool) -> None:
+    def __init__(self, tape: Any, compression: Compressor, op: Any, sparse_as_dense: bool,
+                 scale_local_gradients: bool = True) -> None:
         self._tape = tape
         self._compression = compression
         self._op = op
         self._sparse_as_dense = sparse_as_dense
+        self._scale_local = scale_local_gradients
+        self._local_sources = set()  # type: set
+
+    def register_local_source(self, source: Any) -> None:
+        """A source (variable) whose gradient stays this rank's: not allreduced (divided by the size with
+        scale_local_gradients, as Horovod does)."""
+        self._local_sources.add(source.ref() if hasattr(source, "ref") else id(source))
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._tape, name)
@@ -45,15 +53,58 @@ class _DistributedGradientTape:
 
         grads = self._tape.gradient(target, sources, output_gradients, **kwargs)
         flat = tf.nest.flatten(grads, expand_composites=False)
-        reduced = allreduce_gradients(flat, self._compression, self._op, self._sparse_as_dense, "tape.grad")
-        return tf.nest.pack_sequence_as(grads, reduced)
+        if not self._local_sources:
+            reduced = allreduce_gradients(flat, self._compression, self._op, self._sparse_as_dense, "tape.grad")
+            return tf.nest.pack_sequence_as(grads, reduced)
+        flat_sources = tf.nest.flatten(sources, expand_composites=False)
+        local = [(s.ref() if hasattr(s, "ref") else id(s)) in self._local_sources for s in flat_sources]
+        shared = allreduce_gradients([g for g, is_local in zip(flat, local) if not is_local], self._compression,
+                                     self._op, self._sparse_as_dense, "tape.grad")
+        from . import basics
+
+        out, shared_iter = [], iter(shared)
+        for grad, is_local in zip(flat, local):
+            if not is_local:
+                out.append(next(shared_iter))
+            elif grad is None or not self._scale_local:
+                out.append(grad)
+            elif isinstance(grad, tf.IndexedSlices):
+                out.append(tf.IndexedSlices(grad.values / basics.size(), grad.indices, grad.dense_shape))
+            else:
+                out.append(grad / basics.size())
+        return tf.nest.pack_sequence_as(grads, out)
 
 
 def DistributedGradientTape(gradtape: Any, device_dense: str = "", device_sparse: str = "",
                             compression: Compressor = Compression.none, sparse_as_dense: bool = False,
                             op: Any = Average, gradient_predivide_factor: float = 1.0, num_groups: int = 0,
-                            groups: Any = None) -> Any:
+                            groups: Any = None, process_set: Any = None, scale_local_gradients: bool = True) -> Any:
     """A tape whose gradient() averages (op=hvd.Average) or sums the gradients over every rank."""
+    from .collectives import _require_global
+
+    _require_global(process_set)
     if gradient_predivide_factor != 1.0:
         raise NotImplementedError("not supported yet: gradient_predivide_factor in perseus.tensorflow.horovod")
-    return _DistributedGradientTape(gradtape, compression, op, sparse_as_dense)
+    return _DistributedGradientTape(gradtape, compression, op, sparse_as_dense, scale_local_gradients)
+
+
+def PartialDistributedGradientTape(gradtape: Any, device_dense: str = "", device_sparse: str = "",
+                                   compression: Compressor = Compression.none, sparse_as_dense: bool = False,
+                                   op: Any = Average, gradient_predivide_factor: float = 1.0, num_groups: int = 0,
+                                   groups: Any = None, process_set: Any = None, local_layers: Any = None,
+                                   scale_local_gradients: bool = True) -> Any:
+    """DistributedGradientTape whose local_layers' trainable weights keep this rank's gradient (divided by the
+    size with scale_local_gradients, as Horovod)."""
+    if local_layers is None:
+        local_layers = []
+    elif not isinstance(local_layers, (list, tuple)):
+        local_layers = [local_layers]
+    for layer in local_layers:
+        if not hasattr(layer, "trainable_weights"):
+            raise ValueError("All local layers must be of tf.keras.layers.Layer type, not %r" % (layer,))
+    tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression, sparse_as_dense, op,
+                                   gradient_predivide_factor, num_groups, groups, process_set, scale_local_gradients)
+    for layer in local_layers:
+        for var in layer.trainable_weights:
+            tape.register_local_source(var)
+    return tape
