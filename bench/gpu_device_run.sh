@@ -9,7 +9,7 @@
 # GPU_CHECK_TORCH=0 skips 2 and the torch steps. Output is teed to $OUT/gpu_check.log when $OUT is set.
 #
 #   bash bench/gpu_device_run.sh [--build native/build]
-#   (from the development host: carry native/build and .cache/gloo/<id>/install)
+#   (from the development host: carry native/build, .cache/gloo/<id>/install and .cache/mpi/<id> (its root/))
 set -uo pipefail
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 PY="${PYTHON:-python3}"
@@ -30,11 +30,14 @@ PY
   torch_args=()
   if [ "${GPU_CHECK_TORCH:-1}" = "1" ]; then
     gloo="$(ls -d "$REPO_ROOT"/.cache/gloo/*/install 2>/dev/null | head -1)"
+    # the MPI plugins' pinned headers (recipes/mpi): carried, since the machine reaches no network
+    mpi_root="$(ls -d "$REPO_ROOT"/.cache/mpi/openmpi-*/root 2>/dev/null | head -1)"
     release="${PERSEUS_RELEASE:-2.0.0}"
     started=$(date +%s)
     PERSEUS_RELEASE="$release" "$PY" -m pip install -q --no-index --no-deps --no-build-isolation "$REPO_ROOT/native/runtime" &&
     PERSEUS_RELEASE="$release" CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" "$PY" -m pip install -q --no-index --no-deps \
       --no-build-isolation -C "build-dir=/tmp/perseus-build-torch" -C "cmake.define.PERSEUS_GLOO_PREFIX=$gloo" \
+      ${mpi_root:+-C "cmake.define.PERSEUS_MPI_ROOT=$mpi_root"} \
       -C "cmake.define.PERSEUS_CUDA_ARCHITECTURES=90" "$REPO_ROOT/native/bindings/torch"
     echo "== perseus_torch build for this torch: exit $? after $(( $(date +%s) - started )) s"
     torch_args=(--torch)  # a failed build fails the torch steps
