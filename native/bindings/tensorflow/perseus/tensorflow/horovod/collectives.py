@@ -336,9 +336,21 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
             _refuse(full, _split_error("hvd.alltoall: the first dimension (%d) must be divisible by the number of "
                                        "ranks (%d) when no splits are given" % (int(rows), size)))
         send = tf.fill([size], rows // size)
+        if not tf.executing_eagerly():  # a graph: checked when it runs (InvalidArgumentError), before any collective
+            with tf.control_dependencies([tf.debugging.assert_equal(
+                    rows % size, 0, message="hvd.alltoall: the first dimension must be divisible by the number of "
+                                            "ranks when no splits are given")]):
+                send = tf.identity(send)
     else:
         send = tf.cast(tf.convert_to_tensor(splits), tf.int32)
-        if tf.executing_eagerly():
+        if not tf.executing_eagerly():
+            with tf.control_dependencies([
+                    tf.debugging.assert_equal(tf.size(send), size, message="hvd.alltoall: splits needs one number per rank"),
+                    tf.debugging.assert_non_negative(send, message="hvd.alltoall: splits must be non-negative"),
+                    tf.debugging.assert_equal(tf.reduce_sum(send), rows,
+                                              message="hvd.alltoall: splits must add up to the first dimension")]):
+                send = tf.identity(send)
+        else:
             values = send.numpy().reshape(-1).tolist()
             if send.shape.rank != 1 or len(values) != size:
                 _refuse(full, _split_error("hvd.alltoall: splits must be a vector of %d numbers (one per rank), "
@@ -357,7 +369,7 @@ def alltoall(tensor: Any, splits: Any = None, name: Optional[str] = None, ignore
         out = tf.gather(ops.perseus_allgather(x, tensor_name=full), rows_here)
 
         def grad(dy: Any) -> Any:
-            return alltoall(dy, splits=received, name=None if name is None else name + ".grad")[0]
+            return alltoall(dy, splits=received, name=full + ".grad")[0]
 
         return out, grad
 
@@ -449,22 +461,25 @@ def _register_gradients() -> None:
     elsewhere."""
     import tensorflow as tf
 
+    # A gradient's collectives are named after the forward collective's name: the tape may call gradient
+    # functions of independent ops in a different order on each rank, so a counter would not agree.
+    def grad_name(op: Any, suffix: str = "") -> str:
+        name = op.get_attr("tensor_name")
+        return "grad.%s%s" % (name.decode() if isinstance(name, bytes) else name, suffix)
+
     def allreduce_grad(op: Any, grad: Any) -> Any:
-        return _native.ops().perseus_allreduce(grad, tensor_name=_auto_name("allreduce.grad", None),
-                                               reduce_op=op.get_attr("reduce_op"))
+        return _native.ops().perseus_allreduce(grad, tensor_name=grad_name(op), reduce_op=op.get_attr("reduce_op"))
 
     def allgather_grad(op: Any, grad: Any) -> Any:
         ops = _native.ops()
-        grad = ops.perseus_allreduce(tf.convert_to_tensor(grad), tensor_name=_auto_name("allgather.grad", None),
-                                     reduce_op=Average)
+        grad = ops.perseus_allreduce(tf.convert_to_tensor(grad), tensor_name=grad_name(op), reduce_op=Average)
         first = tf.reshape(tf.shape(op.inputs[0], out_type=tf.int64)[0], [1])
-        dims = tf.reshape(ops.perseus_allgather(first, tensor_name=_auto_name("allgather.grad.dims", None)),
-                          [_size()])
+        dims = tf.reshape(ops.perseus_allgather(first, tensor_name=grad_name(op, ".dims")), [_size()])
         return tf.split(grad, num_or_size_splits=dims, axis=0)[_rank()]
 
     def broadcast_grad(op: Any, grad: Any) -> Any:
-        reduced = _native.ops().perseus_allreduce(tf.convert_to_tensor(grad),
-                                                  tensor_name=_auto_name("broadcast.grad", None), reduce_op=Average)
+        reduced = _native.ops().perseus_allreduce(tf.convert_to_tensor(grad), tensor_name=grad_name(op),
+                                                  reduce_op=Average)
         return reduced if _rank() == op.get_attr("root_rank") else reduced * 0
 
     for op_type, function in (("PerseusAllreduce", allreduce_grad), ("PerseusAllgather", allgather_grad),

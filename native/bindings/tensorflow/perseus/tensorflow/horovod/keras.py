@@ -117,13 +117,32 @@ def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_de
 
         methods = {"apply": apply}
     else:
+        def _compute_gradients(self: Any, loss: Any, var_list: Any, grad_loss: Any = None, tape: Any = None) -> Any:
+            """Keras 2's (grad, var) pairs, allreduced (Horovod's distributed optimizer does the same); the
+            next apply_gradients does not reduce them again."""
+            import tensorflow as tf
+
+            variables = list(var_list)
+            if tape is None:
+                with tf.GradientTape() as tape:
+                    value = loss() if callable(loss) else loss
+            else:
+                value = loss() if callable(loss) else loss
+            grads = tape.gradient(value, variables, grad_loss)
+            reduced = _reduce(self, list(grads), variables, compression, op, sparse_as_dense)
+            object.__setattr__(self, "_perseus_reduced", True)
+            return list(zip(reduced, variables))
+
         def apply_gradients(self: Any, grads_and_vars: Any, *args: Any, **kw: Any) -> Any:
             pairs = list(grads_and_vars)
             variables = [v for _, v in pairs]
+            if getattr(self, "_perseus_reduced", False):  # from _compute_gradients: reduced already
+                object.__setattr__(self, "_perseus_reduced", False)
+                return base.apply_gradients(self, pairs, *args, **kw)
             reduced = _reduce(self, [g for g, _ in pairs], variables, compression, op, sparse_as_dense)
             return base.apply_gradients(self, list(zip(reduced, variables)), *args, **kw)
 
-        methods = {"apply_gradients": apply_gradients}
+        methods = {"apply_gradients": apply_gradients, "_compute_gradients": _compute_gradients}
     methods.update({"_perseus_distributed": True, "__module__": base.__module__,
                     "register_local_var": _register_local_var})
     return types.new_class(base.__name__, (base,), {}, lambda ns: ns.update(methods))
