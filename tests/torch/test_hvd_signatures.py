@@ -59,16 +59,32 @@ def test_horovod_exception_types():
     assert issubclass(hvd.HorovodCollectiveError, hvd.HorovodInternalError)
 
 
+_CAPABILITIES_PROBE = """
+import json
+import perseus.torch.horovod as hvd
+from perseus.torch import _comm, _device
+_comm.load_library()
+report = _device.report()
+print(json.dumps({"built": report["built"], "nccl_version": report["nccl_version"], "gloo": hvd.gloo_built(),
+                  "ccl": hvd.ccl_built(), "ddl": hvd.ddl_built(), "rocm": hvd.rocm_built(), "mpi": hvd.mpi_built(),
+                  "nccl": hvd.nccl_built(), "cuda": hvd.cuda_built()}))
+"""
+
+
 def test_capabilities_answer_for_perseus_engine():
-    from perseus.torch import _comm, _device
-    _comm.load_library()
-    report = _device.report()
-    assert hvd.gloo_built() is True
-    assert hvd.ccl_built() is False and hvd.ddl_built() is False and hvd.rocm_built() is False
-    assert hvd.mpi_built() is False  # MPI only bootstraps perseus; it never carries tensors
-    assert isinstance(hvd.nccl_built(), int)
-    assert hvd.nccl_built() == (int(report["nccl_version"]) if report["built"] else 0)
-    assert hvd.cuda_built() == bool(report["built"])
+    # its own process: the engine library loads once per process, and other tests load another one first
+    import json
+    import subprocess
+    done = subprocess.run([sys.executable, "-c", _CAPABILITIES_PROBE], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          universal_newlines=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["gloo"] is True
+    assert found["ccl"] is False and found["ddl"] is False and found["rocm"] is False
+    assert found["mpi"] is False  # MPI only bootstraps perseus; it never carries tensors
+    assert isinstance(found["nccl"], int)
+    assert found["nccl"] == (int(found["nccl_version"]) if found["built"] else 0)
+    assert found["cuda"] == bool(found["built"])
 
 
 def test_an_unregistered_process_set_is_refused_naming_add_process_set():
