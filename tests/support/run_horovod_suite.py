@@ -53,6 +53,7 @@ def main(argv: List[str]) -> int:
         env = dict(os.environ)
         paths = [str(SHIM), str(REPO / "native" / "runtime")] + [
             str(REPO / "native" / "bindings" / framework) for framework in ("torch", "mxnet")]
+        # (TensorFlow: the installed perseus_tensorflow wheel; its package does not merge with the sources)
         env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env["PERSEUS_CHANGE_HVD_ALLGATHER"] = env.get("PERSEUS_CHANGE_HVD_ALLGATHER", "1")
         pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN",

@@ -1,5 +1,6 @@
 """Test-only alias package: `import horovod.torch` resolves to perseus.torch.horovod, `horovod.mxnet` to
-perseus.mxnet (see README.md)."""
+perseus.mxnet, `horovod.tensorflow` (and its keras) to perseus.tensorflow.horovod, `horovod.keras` to
+perseus.tensorflow.keras (see README.md)."""
 
 import importlib
 import sys
@@ -8,7 +9,10 @@ import sys
 class _Alias:
     """Finds `horovod.<name>` as the perseus module it stands for, imported on first use."""
 
-    TARGETS = {"horovod.torch": "perseus.torch.horovod", "horovod.mxnet": "perseus.mxnet"}
+    TARGETS = {"horovod.torch": "perseus.torch.horovod", "horovod.mxnet": "perseus.mxnet",
+               "horovod.tensorflow": "perseus.tensorflow.horovod",
+               "horovod.tensorflow.keras": "perseus.tensorflow.horovod.keras",
+               "horovod.keras": "perseus.tensorflow.keras"}
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in self.TARGETS:
