@@ -10,9 +10,11 @@ Every rank must call the same collectives; unnamed ones are named by their kind 
 called in the same order on every rank (as in Horovod).
 """
 import itertools
-from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Sequence
 
 import numpy as np
+
+from perseus.horovod_kit.ops import split_sizes
 
 from . import _world
 from .process_sets import Group, global_process_set
@@ -278,14 +280,6 @@ def _mxnet_error(message):
     return MXNetError(message)
 
 
-def _scatter_rows(rows, size, rank):
-    # type: (int, int, int) -> Tuple[int, int]
-    """Horovod's split of `rows` among `size` ranks: the first rows % size ranks get one more."""
-    base, extra = divmod(rows, size)
-    start = rank * base + min(rank, extra)
-    return start, start + base + (1 if rank < extra else 0)
-
-
 def reducescatter(tensor, op=Average, name=None, priority=0, process_set=global_process_set, prescale_factor=1.0,
                   postscale_factor=1.0):
     # type: (Any, int, Optional[str], int, Any, float, float) -> Any
@@ -302,7 +296,9 @@ def _reducescatter_one(tensor, op, name, prescale_factor, postscale_factor, grou
     if host.ndim == 0:
         raise ValueError("reducescatter needs at least one dimension (it scatters along the first)")
     reduced = reduce_host(host, op, name, prescale_factor, postscale_factor, group)
-    start, stop = _scatter_rows(host.shape[0], group.size, group.rank)
+    sizes = split_sizes(host.shape[0], group.size)  # Horovod's split: the first rows % size ranks one more
+    start = sum(sizes[:group.rank])
+    stop = start + sizes[group.rank]
     return from_host(np.ascontiguousarray(reduced[start:stop]), tensor)
 
 

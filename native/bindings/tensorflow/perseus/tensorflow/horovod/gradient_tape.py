@@ -88,6 +88,17 @@ def DistributedGradientTape(gradtape: Any, device_dense: str = "", device_sparse
     return _DistributedGradientTape(gradtape, compression, op, sparse_as_dense, scale_local_gradients)
 
 
+def local_layer_list(local_layers: Any) -> list:
+    """Horovod's `local_layers=` argument as a list of layers (None, one layer, or a list or tuple of them)."""
+    if local_layers is None:
+        return []
+    layers = list(local_layers) if isinstance(local_layers, (list, tuple)) else [local_layers]
+    for layer in layers:
+        if not hasattr(layer, "trainable_weights"):
+            raise ValueError("All local layers must be of tf.keras.layers.Layer type, not %r" % (layer,))
+    return layers
+
+
 def PartialDistributedGradientTape(gradtape: Any, device_dense: str = "", device_sparse: str = "",
                                    compression: Compressor = Compression.none, sparse_as_dense: bool = False,
                                    op: Any = Average, gradient_predivide_factor: float = 1.0, num_groups: int = 0,
@@ -95,13 +106,7 @@ def PartialDistributedGradientTape(gradtape: Any, device_dense: str = "", device
                                    scale_local_gradients: bool = True) -> Any:
     """DistributedGradientTape whose local_layers' trainable weights keep this rank's gradient (divided by the
     size with scale_local_gradients, as Horovod)."""
-    if local_layers is None:
-        local_layers = []
-    elif not isinstance(local_layers, (list, tuple)):
-        local_layers = [local_layers]
-    for layer in local_layers:
-        if not hasattr(layer, "trainable_weights"):
-            raise ValueError("All local layers must be of tf.keras.layers.Layer type, not %r" % (layer,))
+    local_layers = local_layer_list(local_layers)
     tape = DistributedGradientTape(gradtape, device_dense, device_sparse, compression, sparse_as_dense, op,
                                    gradient_predivide_factor, num_groups, groups, process_set, scale_local_gradients)
     for layer in local_layers:

@@ -21,7 +21,7 @@ from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, g
 from .collectives import (Adasum, Average, ProcessSet, Sum, add_process_set, allreduce as _tf_allreduce,
                           broadcast_variables, global_process_set, remove_process_set)
 from .compression import Compression, Compressor
-from .gradient_tape import allreduce_gradients
+from .gradient_tape import allreduce_gradients, local_layer_list
 
 
 
@@ -157,13 +157,7 @@ def PartialDistributedOptimizer(optimizer: Any, name: Optional[str] = None, devi
                                 scale_local_gradients: bool = True) -> Any:
     """DistributedOptimizer whose local_layers' trainable weights keep this rank's gradient (divided by the
     size with scale_local_gradients, as Horovod)."""
-    if local_layers is None:
-        local_layers = []
-    elif not isinstance(local_layers, (list, tuple)):
-        local_layers = [local_layers]
-    for layer in local_layers:
-        if not hasattr(layer, "trainable_weights"):
-            raise ValueError("All local layers must be Keras layers, not %r" % (layer,))
+    local_layers = local_layer_list(local_layers)
     distributed = DistributedOptimizer(optimizer, name=name, compression=compression, sparse_as_dense=sparse_as_dense,
                                        gradient_predivide_factor=gradient_predivide_factor, op=op,
                                        backward_passes_per_step=backward_passes_per_step,

@@ -10,10 +10,10 @@ disjoint sets run concurrently. root_rank arguments stay global ranks, as in Hor
 import functools
 import inspect
 import os
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, List
 
 from perseus.horovod_kit import process_sets as _kit
-from perseus.horovod_kit.process_sets import ProcessSet, global_process_set
+from perseus.horovod_kit.process_sets import ProcessSet
 from perseus.torch import _comm
 from perseus.torch.horovod import basics
 
@@ -101,8 +101,3 @@ def set_root(root_rank: int, api: str) -> int:
     if root_rank not in members:
         raise ValueError("{}: root_rank={} is not in the process set {}".format(api, root_rank, members))
     return members.index(root_rank)
-
-
-def scoped_world() -> Optional[Any]:
-    """The world in use now (to capture in an autograd context and restore in backward)."""
-    return _comm.current()
