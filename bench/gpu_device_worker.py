@@ -33,6 +33,12 @@ class Cuda:
         self.call("cudaMalloc", ctypes.byref(ptr), ctypes.c_size_t(nbytes))
         src = (ctypes.c_char * nbytes).from_buffer(host)
         self.call("cudaMemcpy", ptr, src, ctypes.c_size_t(nbytes), 1)  # cudaMemcpyHostToDevice
+        # the engine's contract (docs/device.md): the buffer is written before the submit. A cudaMemcpy from
+        # pageable memory returns once the bytes are staged, before its DMA lands, and the engine's stream does
+        # not wait for the legacy default stream: without this the engine could read stale bytes, or its result
+        # be overwritten by the late DMA
+        if os.environ.get("GPU_CHECK_SKIP_WRITE_SYNC") != "1":
+            self.call("cudaDeviceSynchronize")
         return ptr
 
     def to_host(self, ptr: ctypes.c_void_p, like: array.array) -> array.array:

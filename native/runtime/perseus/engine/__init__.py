@@ -328,7 +328,8 @@ class Engine:
 
     def allreduce_device_async(self, name: str, address: int, dtype: Any, shape: Sequence[int], device: int,
                                op: str = "sum", keepalive: Any = None) -> Handle:
-        """In place allreduce of CUDA device memory at `address` on `device` (see _device.py)."""
+        """In place allreduce of CUDA device memory at `address` on `device` (see _device.py). The memory must be
+        written before the call (the writing stream synchronised): the engine's stream does not wait for others."""
         h = ctypes.c_int64()
         _check(self._lib, _device.submit_allreduce(self._lib, self._ptr(), name, address, dtype, shape, device, op, h))
         return Handle(self, h.value, "allreduce", _buffers.raw(address, dtype, shape, keepalive))
