@@ -9,6 +9,7 @@ tool's exit codes, the install script's exit codes. Each lives between two marke
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -53,10 +54,26 @@ def installer_exit_codes() -> str:
     return "\n".join(rows)
 
 
+def horovod_variables() -> str:
+    """The HOROVOD_* table, from its one declaration in perseus-common (loaded from its file, standard library only)."""
+    import importlib.util
+
+    from .paths import NATIVE_DIR
+
+    path = NATIVE_DIR / "runtime" / "perseus" / "horovod_variables.py"
+    spec = importlib.util.spec_from_file_location("_perseus_horovod_variables", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their module through sys.modules
+    spec.loader.exec_module(module)
+    return module.table().rstrip("\n")
+
+
 GENERATORS: dict[str, Callable[[], str]] = {
     "commands": command_table,
     "tool-exit-codes": tool_exit_codes,
     "installer-exit-codes": installer_exit_codes,
+    "horovod-variables": horovod_variables,
 }
 
 

@@ -41,5 +41,14 @@ def _warn_unknown_variables() -> None:
     variable_names.warn_unknown()
 
 
+def _read_horovod_variables() -> None:
+    """A Horovod job's HOROVOD_* settings become their PERSEUS_* counterparts (before anything reads those);
+    the ones perseus does not honour are named in a warning (perseus/horovod_variables.py)."""
+    from perseus import horovod_variables
+
+    horovod_variables.translate_process_environment()
+
+
+_read_horovod_variables()
 _warn_unknown_variables()
 _install_runtime_hooks()

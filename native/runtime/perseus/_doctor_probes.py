@@ -11,7 +11,7 @@ import subprocess
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from perseus import config, variable_names
+from perseus import config, horovod_variables, variable_names
 from perseus._doctor_report import INSTALLER, PerseusWheel, Report
 from perseus._frameworks import FRAMEWORKS
 
@@ -230,6 +230,8 @@ def gather_settings(report: Report, environ: Optional[Dict[str, str]] = None) ->
         else:  # the value as written (one of them is invalid)
             value = environ[set_as].strip() if set_as else config.show(spec.default)
         source = "default" if set_as is None else ("environment" if set_as == spec.name else "environment ({})".format(set_as))
+        if set_as == spec.name and spec.name in horovod_variables.TRANSLATED:
+            source = "environment ({})".format(horovod_variables.TRANSLATED[spec.name])
         report.settings.append({"name": spec.name, "value": value, "source": source,
                                 "honoured_by": list(spec.honoured_by), "since": spec.since})
     for name, close in variable_names.unknown_variables(environ):
@@ -237,3 +239,11 @@ def gather_settings(report: Report, environ: Optional[Dict[str, str]] = None) ->
                     "rename it to {}".format(close) if close else "unset it (`perseus doctor` lists every variable)")
     for note in variable_names.alias_notes(environ):
         report.warn(note, "use the documented name")
+    try:
+        readings = horovod_variables.read(environ)
+    except config.ConfigError as exc:
+        report.error(str(exc), "fix or unset it: the job's ranks refuse to start with it")
+        readings = []
+    for reading in readings:
+        if reading.warning:
+            report.warn(reading.warning, "unset it, or use the PERSEUS_* setting it names")

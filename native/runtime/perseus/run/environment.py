@@ -4,7 +4,7 @@ import re
 import socket
 from typing import Dict, List, Mapping, Optional, Tuple
 
-from .. import config, variable_names
+from .. import config, horovod_variables, variable_names
 from .errors import UsageError
 
 # The variables perseusrun sets for each rank; passing them with -x would contradict the plan.
@@ -14,7 +14,7 @@ RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP
                   "HOROVOD_CROSS_RANK", "HOROVOD_CROSS_SIZE", "HOROVOD_HOSTNAME")
 # Forwarded to ranks that do not inherit this environment (ssh and mpirun ranks), besides -x ones.
 FORWARD_NAMES = ("PATH", "LD_LIBRARY_PATH", "PYTHONPATH", "VIRTUAL_ENV", "CONDA_PREFIX")
-FORWARD_PREFIXES = ("PERSEUS_", "NCCL_", "GLOO_")
+FORWARD_PREFIXES = ("PERSEUS_", "NCCL_", "GLOO_", "HOROVOD_")  # HOROVOD_*: a Horovod job's settings (horovod_variables)
 # seed: PERSEUS_<LIB>_NETWORK_INTERFACE picks the NIC of that library.
 INTERFACE_VARIABLES = (("PERSEUS_NCCL_NETWORK_INTERFACE", "NCCL_SOCKET_IFNAME"),
                        ("PERSEUS_GLOO_NETWORK_INTERFACE", "GLOO_SOCKET_IFNAME"))
@@ -83,13 +83,19 @@ def forwarded(environ: Mapping[str, str]) -> Dict[str, str]:
 def validate_perseus_variables(environ: Mapping[str, str]) -> None:
     """Every PERSEUS_* value the ranks will read, checked by perseus.config before anything starts."""
     try:
-        config.load(environ)
+        translated = dict(environ)
+        horovod_variables.translate(translated)  # what the ranks will read: HOROVOD_* settings included
+        config.load(translated)
     except config.ConfigError as exc:
         raise UsageError("{} (the ranks would refuse it; fix or unset it)".format(exc)) from None
 
 
 def variable_messages(environ: Mapping[str, str]) -> List[str]:
     """What perseusrun says before it starts: unknown PERSEUS_* names ("did you mean") and accepted aliases."""
+    try:
+        horovod = [r.warning for r in horovod_variables.read(environ) if r.warning]
+    except config.ConfigError:
+        horovod = []  # validate_perseus_variables refuses the value with its message
     return (["warning: " + m for m in variable_names.unknown_variable_messages(environ)]
-            + ["note: " + m for m in variable_names.alias_notes(environ)])
+            + ["note: " + m for m in variable_names.alias_notes(environ)] + ["warning: " + m for m in horovod])
 
