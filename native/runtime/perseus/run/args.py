@@ -5,6 +5,7 @@ import argparse
 import shlex
 from typing import List, Sequence, Tuple
 
+from . import horovod_flags
 from .errors import UsageError
 from .options import Options
 
@@ -12,6 +13,8 @@ DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # hyphen, non-breaking hy
 VALUE_OPTIONS = {"-np", "--num-proc", "-H", "--hosts", "--hostfile", "-hostfile", "--log-dir", "-p", "--ssh-port",
                  "--ssh-identity-file", "--ssh-config", "-x", "--mpi-args"}
 FLAG_OPTIONS = {"--gloo", "--mpi", "--dry-run", "--json", "-h", "--help", "--version"}
+VALUE_OPTIONS |= horovod_flags.VALUE_FLAGS  # horovodrun's spellings (horovod_flags.py)
+FLAG_OPTIONS |= horovod_flags.SWITCHES
 
 DESCRIPTION = """\
 Start NP copies of COMMAND as one data-parallel job (AIACC-Training / Perseus).
@@ -74,6 +77,13 @@ output:
 exit codes:
   0 every rank succeeded; 2 usage error (bad option, host, port, PERSEUS_* value: nothing started);
   127 COMMAND not found; otherwise the failed rank's code.
+
+horovodrun's options:
+  taken as the perseusrun option they spell (-i, --output-filename, -v), or as the setting they make
+  (--cycle-time-ms, --fusion-threshold-mb 0, --num-nccl-streams, --gloo-timeout-seconds,
+  --network-interface, --hierarchical-allreduce: read like their HOROVOD_* variables, docs/horovod.md),
+  --verbose prints the plan on stderr; the others (--timeline-filename, --autotune, --start-timeout,
+  --check-build, ...) are refused by name with what to do instead.
 
 dashes:
   the manual prints `–np` and `–-mpi` with typographic dashes; perseusrun reads them as `-np` and
@@ -167,7 +177,9 @@ def split(argv: Sequence[str]) -> Tuple[List[str], List[str], List[str]]:
 
 def parse(argv: Sequence[str]) -> Options:
     option_words, command, notes = split(argv)
-    ns = parser().parse_args(option_words)
+    horovodrun = horovod_flags.rewrite(option_words)
+    notes += horovodrun.notes
+    ns = parser().parse_args(horovodrun.words)
     if ns.np < 1:
         raise UsageError("-np {}: the number of processes must be at least 1".format(ns.np))
     if not command:
@@ -192,7 +204,8 @@ def parse(argv: Sequence[str]) -> Options:
     for item in ns.exports:
         name, sep, value = item.partition("=")
         exports.append((name, value if sep else None))
+    exports += horovodrun.exports
     return Options(np=ns.np, command=command, hosts=ns.hosts, hostfile=ns.hostfile, mode=ns.mode or "gloo",
                    log_dir=ns.log_dir, ssh_port=ns.ssh_port, ssh_identity_file=ns.ssh_identity_file,
                    ssh_config=ns.ssh_config, exports=exports, mpi_args=mpi_args, dry_run=ns.dry_run,
-                   json=ns.json, notes=notes)
+                   json=ns.json, notes=notes, verbose=horovodrun.verbose)

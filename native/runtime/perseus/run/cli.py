@@ -36,6 +36,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         job = planning.build(options, os.environ)
         for message in environment.variable_messages(os.environ):
             print("perseusrun: " + message, file=sys.stderr)
+        if options.verbose and not options.dry_run:
+            print(planning.format_text(job), file=sys.stderr)
         if options.dry_run:
             print(json.dumps(job.to_dict(), indent=2) if options.json else planning.format_text(job))
             return 0

@@ -20,3 +20,4 @@ class Options:
     dry_run: bool = False
     json: bool = False
     notes: List[str] = field(default_factory=list)  # e.g. "read '–np' as '-np'"
+    verbose: bool = False  # horovodrun's --verbose: the plan is printed on stderr before the ranks start
