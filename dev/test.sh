@@ -3,6 +3,16 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 cd "$REPO_ROOT"
 
+if [ "${1:-}" = "--fast" ]; then
+  # The fast tier: every test not marked `integration`, with process starts and socket binds refused
+  # (tests/support/fast_tier.py). Uses the .venv a full run made; refreshes only perseus-common (pure Python).
+  shift
+  [ -x "$VENV/bin/python" ] || { echo "dev/test.sh --fast: no .venv yet; run bash dev/test.sh once" >&2; exit 2; }
+  stage perseus-common env PERSEUS_RELEASE="$(dev_release)" "$VENV/bin/python" -m pip install -q --no-deps "$REPO_ROOT/native/runtime"
+  stage pytest-fast env AIACC_FAST=1 "$VENV/bin/python" -m pytest -q "$@"
+  stage_summary
+  exit 0
+fi
 stage bootstrap bootstrap_tool
 stage gloo gloo_recipe
 stage native-core native_core_ctest
@@ -18,5 +28,10 @@ fi
 stage tensorflow-binding tensorflow_binding
 stage mxnet-binding bash dev/mxnet_env.sh
 stage launch-test-deps bash tests/run/install_test_deps.sh
+if [ "$#" -eq 0 ]; then
+  # the fast tier on its own first: a test that starts a process or binds a socket without its `integration`
+  # mark fails here (tests/support/fast_tier.py), so `dev/test.sh --fast` stays fast
+  stage pytest-fast-tier env AIACC_FAST=1 "$VENV/bin/python" -m pytest -q
+fi
 stage pytest "$VENV/bin/python" -m pytest "$@"
 stage_summary

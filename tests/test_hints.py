@@ -23,6 +23,8 @@ from aiacc_build.index.mirror import build_index
 from aiacc_build.matrix import load_release
 from aiacc_build.render.support import BuildHost
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 COMMAND = re.compile(r"(aiacc-build [^`\n]*?)(?:`|\)|$| \(then)")
 
 

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SOURCE_ROOTS = (REPO_ROOT / "src", REPO_ROOT / "native" / "runtime")
 MAX_LINES = 400

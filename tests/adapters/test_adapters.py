@@ -27,6 +27,8 @@ from aiacc_build.paths import MATRIX_DIR, REPO_ROOT
 from aiacc_build.render.release import render_release
 from aiacc_build.render.support import BuildHost
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 class ToyAdapter(FrameworkAdapter):
     """A framework no release ships: everything the outputs say of it must come from here."""

@@ -9,6 +9,8 @@ import pytest
 
 from caffe_helpers import PATCHES
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 SERIES = sorted((PATCHES / "bvlc_caffe").glob("[1-9]_*.patch"))
 COMPAT = PATCHES / "compat_debian_bookworm.patch"
 

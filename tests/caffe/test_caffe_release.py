@@ -8,11 +8,15 @@ import sys
 import tarfile
 from pathlib import Path
 
+import pytest
+
 from aiacc_build.hashing import file_sha256
 from aiacc_build.caffe.package import expected, publish_patches, write_artifacts
 from aiacc_build.index.checksums import published_files
 from aiacc_build.index.mirror import caffe_records
 from aiacc_build.matrix import load_release
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 AIACC_BUILD = str(Path(sys.executable).with_name("aiacc-build"))
 

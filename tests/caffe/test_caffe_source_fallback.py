@@ -18,6 +18,8 @@ import pytest
 
 from caffe_helpers import RECIPE
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 SCRIPT = RECIPE.read_text()
 ORIG = "caffe_1.0.0+git20180821.99bd997.orig.tar.gz"
 POOL = "pool/main/c/caffe"

@@ -9,6 +9,8 @@ import pytest
 from caffe_helpers import clean_env, mpirun_args, perseusrun_args, reports
 from support.spellings import NANCHECK_SPELLINGS
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 # fp16 keeps 11 significant bits: the averaged diffs are within a few 2^-11 of the fp64 average
 FP16_TOLERANCE = 4e-3
 

@@ -20,6 +20,8 @@ from aiacc_build.render.docker import BAKE_FILE
 
 from .conftest import release
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture(scope="session")
 def cibw(releases):

@@ -6,7 +6,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from aiacc_build.checks.findings import ChecksFailedError
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:

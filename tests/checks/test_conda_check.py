@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
+
 from aiacc_build.checks.conda_check import check_conda, expected_files
 
 from .conftest import release
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def test_every_shipped_environment_file_keeps_every_rule(releases, rendered_dist, table):

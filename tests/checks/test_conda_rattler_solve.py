@@ -19,6 +19,8 @@ from rattler import Channel, ChannelConfig
 
 from aiacc_build.checks.conda_env import parse_env_file
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 DEFAULT_FILES = {"torch_2.13.0_cpu_py311.yaml": "3.11", "tensorflow_2.21.0_cpu_py311.yaml": "3.11",
                  "mxnet_1.9.1_cpu_py39.yaml": "3.9"}
 PYTHONS = {"3.9": platform.python_version() if platform.python_version().startswith("3.9.") else "3.9.18",

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "wheels"))
 
 from local_build import LOCAL_KEY, local_build  # noqa: E402,F401

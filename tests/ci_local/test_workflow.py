@@ -16,6 +16,8 @@ from aiacc_build.render.ci import render_ci
 
 from render.sample_releases import MODERN, modern_cells
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def _rendered():
     return yaml.safe_load(render_ci(MODERN, modern_cells()).content)

@@ -8,6 +8,8 @@ import pytest
 
 from doctor_helpers import doctor, install_framework_wheel, site_path
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 try:
     from importlib import metadata
 except ImportError:  # pragma: no cover

@@ -14,6 +14,8 @@ import pytest
 
 from engine_helpers import REPO_ROOT, base_env, free_ports
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 WORKER = Path(__file__).resolve().parent / "workers" / "device_cases.py"
 RUNTIME = REPO_ROOT / "native" / "runtime"
 

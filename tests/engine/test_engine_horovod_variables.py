@@ -1,8 +1,12 @@
 """A Horovod job's settings reach the native engine: HOROVOD_* variables read as their PERSEUS_* counterparts
 (perseus/horovod_variables.py) change what the engine does, under perseusrun."""
 
+import pytest
+
 from engine_helpers import perseusrun, reports
 from test_engine_runs import two_local_hosts
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def test_fusion_off_and_stream_count_from_horovod_variables(engine_library):

@@ -9,6 +9,8 @@ import pytest
 
 from engine_helpers import bare_with, free_ports
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def launcher_envs(name, ports):
     """Per-rank variables of launcher `name` for a 2-rank job on this machine."""

@@ -14,6 +14,8 @@ import pytest
 
 from engine_helpers import WORKER, base_env, free_ports
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 MPI_REPORT = re.compile(r"\[1,(\d+)\]<stdout>:REPORT ")
 PLAIN_REPORT = re.compile(r"REPORT ")
 

@@ -6,6 +6,8 @@ import pytest
 
 from engine_helpers import perseusrun, reports
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.mark.parametrize("np", [2, 4])
 def test_offline_plan_same_results_no_more_negotiation(engine_library, np):

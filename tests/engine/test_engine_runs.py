@@ -15,6 +15,8 @@ import pytest
 from engine_helpers import bare, f32, half, perseusrun, reports
 from support.spellings import NANCHECK_SPELLINGS
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 SCALE = 10.0
 
 

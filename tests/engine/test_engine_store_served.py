@@ -5,7 +5,11 @@ import subprocess
 import sys
 import threading
 
+import pytest
+
 from engine_helpers import REPO_ROOT, base_env, perseusrun, reports
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def test_perseusrun_serves_the_store_and_no_rank_does(engine_library):

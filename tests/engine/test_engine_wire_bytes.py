@@ -15,7 +15,7 @@ from netns import missing_requirement  # noqa: E402
 
 BENCH = REPO_ROOT / "bench" / "engine_allreduce_bench.py"
 reason = missing_requirement()
-pytestmark = pytest.mark.skipif(bool(reason), reason=reason or "ok")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(bool(reason), reason=reason or "ok")]
 
 
 def test_fp16_halves_the_bytes_on_the_link(engine_library):

@@ -6,6 +6,8 @@ import pytest
 
 from aiacc_build.images.engine import EngineError, engine_from_env
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def test_no_docker_host_means_the_tools_own_engine():
     assert engine_from_env({}) is None

@@ -22,6 +22,8 @@ from aiacc_build.images.wheelhouse import LoopbackServer
 from aiacc_build.matrix import load_release
 from aiacc_build.render.support import BuildHost
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 LOCAL_CELL = "2.0.0/torch-2.13.0/cpu/py3.11/x86_64"
 HOST = BuildHost(arch="x86_64", pythons=frozenset({"3.11"}), cuda_toolkits=("13.0",))
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from aiacc_build.images.stream import run_streaming
 from aiacc_build.images.wheelhouse import framework_wheelhouse
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def test_lines_reach_the_callback_while_the_command_still_runs():

@@ -16,6 +16,8 @@ from aiacc_build.hashing import file_sha256
 from aiacc_build.index.mirror import build_index
 from aiacc_build.paths import REPO_ROOT
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 PATCHES = ["caffe/patches/bvlc_caffe/1_perseus_distribute_train.patch", "caffe/patches/bvlc_caffe/2_cudnn_batchnorm.patch",
            "caffe/patches/bvlc_caffe/3_data_augmentation.patch"]
 LIBRARY = f"caffe/libperseus-caffe-2.0.0-linux_{platform.machine()}.tar.gz"

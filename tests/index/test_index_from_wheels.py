@@ -16,6 +16,8 @@ from aiacc_build.errors import BuildError
 from aiacc_build.index.collect import NOT_IN_MIRROR
 from aiacc_build.index.mirror import build_index
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def _copy_wheels(local_build, dist):
     root = dist / "2.0.0"

@@ -20,6 +20,8 @@ from aiacc_build.wheels.envs import Venv, create_venv, install
 from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.index.serve import MirrorServer
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,8 @@ from aiacc_build.index.serve import MirrorServer
 from aiacc_build.index.simple import IndexedFile, project_page
 from aiacc_build.matrix import load_release
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture(scope="module")
 def mirror_150(tmp_path_factory) -> Path:

@@ -28,6 +28,8 @@ from aiacc_build import naming
 from aiacc_build.index.serve import MirrorServer, tls_context
 from aiacc_build.model import Framework
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture(scope="module")
 def release(local_build):

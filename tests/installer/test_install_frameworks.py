@@ -18,6 +18,8 @@ from aiacc_build.wheels.cache import BuildCache
 from aiacc_build.wheels.envs import create_venv, install
 from aiacc_build.wheels.toolchain import find_interpreter
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 TENSORFLOW = "tensorflow-cpu==2.21.0"
 
 

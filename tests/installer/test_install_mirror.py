@@ -20,6 +20,8 @@ from aiacc_build.cli import main
 from aiacc_build.index.serve import MirrorServer
 from aiacc_build.index.served import point_install_script
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 SEEN: list[str] = []  # every message the script printed in this module
 
 

@@ -17,6 +17,8 @@ from aiacc_installer.exits import CODE, EXIT_CODES
 
 from render.sample_releases import MODERN, modern_cells, seed_cells
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 
 def pyenv_python(minor: str) -> str:

@@ -16,6 +16,8 @@ from aiacc_build.render.installer_program import PACKAGE_DIR, FlattenError, flat
 
 from test_install_script import pyenv_python
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 MODULE_FILES = sorted(p.stem for p in PACKAGE_DIR.glob("*.py") if p.stem != "__init__")
 
 

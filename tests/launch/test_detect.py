@@ -6,6 +6,8 @@ import pytest
 
 from launch_helpers import run_detect
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 TWO_NODE_RANK_TABLE = {  # Ascend rank table, version 1.0: 2 servers x 2 devices
     "version": "1.0",
     "server_count": "2",

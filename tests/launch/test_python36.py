@@ -10,6 +10,8 @@ import pytest
 
 from launch_helpers import BASE_ENV, run_detect
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 RUNTIME = Path(__file__).resolve().parents[2] / "native" / "runtime"
 PY36 = sorted(glob.glob("/root/.pyenv/versions/3.6*/bin/python3.6"))
 

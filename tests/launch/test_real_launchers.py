@@ -11,6 +11,8 @@ import pytest
 
 from launch_helpers import BASE_ENV
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 REPORT = str(Path(__file__).with_name("report_env.py"))
 
 

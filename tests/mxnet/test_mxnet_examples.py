@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SOURCE_EXAMPLES = REPO_ROOT / "native" / "bindings" / "mxnet" / "perseus" / "mxnet" / "examples"
 RESULT = re.compile(r"RESULT ")

@@ -3,9 +3,12 @@ scaling rules, reducescatter, alltoall, grouped calls, object collectives, defer
 Two results were silently wrong before: a float32 hvd.allreduce went through the fp16 gradient wire (Horovod sums
 exactly), and a 0-d NDArray came back with shape (1,)."""
 
+import pytest
 import numpy as np
 
 from test_mxnet_jobs import run_job
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def test_horovod_calls_give_numpys_results(mxnet_python):

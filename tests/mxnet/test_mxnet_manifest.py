@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 BINDING = Path(__file__).resolve().parents[2] / "native" / "bindings" / "mxnet"
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "workers" / "sync_bn.py"
 _helpers = importlib.util.spec_from_file_location("engine_helpers", REPO_ROOT / "tests" / "engine" / "engine_helpers.py")

@@ -15,6 +15,8 @@ import pytest
 
 from test_mxnet_sync_bn import PYTHONPATH, check_against_reference, helpers, run_two_nodes_of_two
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PATCH = REPO_ROOT / "recipes" / "mxnet" / "patches" / "perseus-mxnet-sync-bn.patch"
 UPSTREAM = REPO_ROOT / "recipes" / "mxnet" / "upstream.txt"

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 CORE = Path(__file__).resolve().parents[2] / "native" / "core"
 NVCC = Path("/usr/local/cuda/bin/nvcc")
 

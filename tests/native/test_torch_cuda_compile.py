@@ -7,6 +7,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 BINDING = os.path.join(os.path.dirname(__file__), "..", "..", "native", "bindings", "torch")
 NVCC = os.environ.get("CUDACXX", "/usr/local/cuda/bin/nvcc")
 

@@ -10,6 +10,8 @@ import pytest
 
 from perseus.torch import _native
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def test_installed_wheel_metadata_names_the_release_and_never_torch(torch, ops):
     dist = metadata.distribution("perseus_torch")

@@ -10,6 +10,8 @@ import pytest
 
 from aiacc_build.paths import REPO_ROOT
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 SCRIPT = REPO_ROOT / "scripts" / "cibw_pinned_image.py"
 
 

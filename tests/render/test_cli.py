@@ -2,7 +2,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from aiacc_build.cli import main
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def _json_run(capsys, *args: str) -> dict:

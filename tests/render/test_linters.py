@@ -16,6 +16,8 @@ from aiacc_build.render.variants import arch_variants
 
 from .conftest import tool
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def run(*command: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, capture_output=True, text=True, check=False)

@@ -15,6 +15,8 @@ from aiacc_build.render.support_list import render_support
 
 from .sample_releases import FIXED_HOST, MODERN, SEED, modern_cells, seed_cells
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 # A record written by `aiacc-build build --release 2.0.0` on this machine, cut down to the cells of the
 # sample release (tests/render/sample_releases.py): one cell built, the others deferred with the reason.
 RECORDED = Path(__file__).parent / "data" / "2.0.0.record.json"

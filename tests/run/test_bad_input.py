@@ -6,6 +6,8 @@ import pytest
 
 from run_helpers import PYTHON, perseusrun
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture
 def busy_port():

@@ -11,6 +11,8 @@ from run_helpers import PYTHON, perseusrun, rank_lines
 
 from perseus.run import args, horovod_flags
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def _plan(extra):
     proc = perseusrun(["-np", "2"] + extra + ["--dry-run", "--json", "--", "python", "train.py"])

@@ -8,6 +8,8 @@ import pytest
 
 from run_helpers import PYTHON, SCRIPTS, perseusrun, reports
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 REPO = Path(__file__).resolve().parents[2]
 # perseus.torch from the source tree when no perseus_torch wheel is installed (as tests/runtime do)
 PYTHONPATH = os.pathsep.join([str(REPO / "native" / "runtime"), str(REPO / "native" / "bindings" / "torch")])

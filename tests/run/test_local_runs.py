@@ -10,6 +10,8 @@ import pytest
 
 from run_helpers import BASE_ENV, PERSEUSRUN, PYTHON, SCRIPTS, perseusrun, processes_with, rank_lines, reports
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 ALLREDUCE = str(SCRIPTS / "allreduce.py")
 CRASH = str(SCRIPTS / "crash.py")
 

@@ -10,7 +10,7 @@ import pytest
 
 from run_helpers import PYTHON, SCRIPTS, perseusrun, processes_with, rank_lines, reports
 
-pytestmark = pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI (bash dev/test.sh installs openmpi-bin)")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(shutil.which("mpirun") is None, reason="needs Open MPI (bash dev/test.sh installs openmpi-bin)")]
 
 
 def test_mpi_allreduce(tmp_path):

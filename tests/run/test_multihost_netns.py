@@ -10,7 +10,7 @@ import netns_helpers
 from run_helpers import PYTHON, SCRIPTS, perseusrun, processes_with, rank_lines, reports
 
 reason = netns_helpers.missing_requirements()
-pytestmark = pytest.mark.skipif(bool(reason), reason=reason or "ok")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(bool(reason), reason=reason or "ok")]
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,8 @@ import pytest
 
 from run_helpers import perseusrun
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def plan(args, env=None):
     proc = perseusrun(["--dry-run", "--json"] + args, env=env)

@@ -12,6 +12,8 @@ import torch
 
 from perseus_harness import launch
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def run(job, nprocs=2, env=None, local_size=None, timeout=240):
     return [r.output for r in launch("ddp_cases.py", nprocs, [job], env=env, local_size=local_size, timeout=timeout)]

@@ -9,6 +9,8 @@ import pytest
 
 from perseus_harness import REPO_ROOT, free_port, python_path
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 EXAMPLES = REPO_ROOT / "native" / "runtime" / "perseus" / "examples"
 SMALL = ["--batch-size", "4", "--num-warmup-batches", "1", "--num-batches-per-iter", "2", "--num-iters", "2"]
 

@@ -5,6 +5,8 @@ import pytest
 
 from perseus_harness import launch
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.mark.parametrize("api", ["ddp", "hvd"])
 def test_exit_handler_leaves_nothing_alive_for_the_interpreter(api):

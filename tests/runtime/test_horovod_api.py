@@ -4,6 +4,8 @@ import pytest
 
 from perseus_harness import launch
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture(scope="module")
 def ranks():

@@ -8,6 +8,8 @@ import pytest
 from perseus import config
 from perseus_harness import launch
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def test_torch_launcher_rendezvous_plus_perseus_rendezvous_on_its_own_port():
     ranks = [r.output for r in launch("hvd_init.py", 2, ["launcher"])]

@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 WORKER = Path(__file__).parent / "workers" / "hvd_mpirun.py"
 REPORT = re.compile(r"REPORT ")
 

@@ -8,6 +8,8 @@ import pytest
 from perseus_harness import launch
 from support.spellings import NANCHECK_SPELLINGS
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture(scope="module")
 def ranks():

@@ -11,6 +11,8 @@ import pytest
 
 from perseus import config, horovod_variables as hv
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "native" / "runtime"
 BASE_ENV = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}

@@ -14,6 +14,8 @@ import pytest
 from perseus import config
 from perseus_harness import WORKERS, free_port, launch, python_path
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 DEFAULT_PERSEUS_PORT = config.PerseusConfig().master_port  # the seed's 6666, never opened unless asked for
 
 

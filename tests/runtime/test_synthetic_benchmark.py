@@ -4,7 +4,11 @@
 import re
 from pathlib import Path
 
+import pytest
+
 from perseus_harness import launch
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 SCRIPT = Path(__file__).resolve().parent / "data" / "pytorch_synthetic_benchmark.py"
 ARGS = ["--model", "small_cnn", "--batch-size", "8", "--num-warmup-batches", "2", "--num-batches-per-iter", "2",

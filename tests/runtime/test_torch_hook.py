@@ -12,6 +12,8 @@ from aiacc_build.wheels.toolchain import find_interpreter
 from perseus import _torch_hook
 from perseus_harness import REPO_ROOT, free_port, python_path
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 LOCAL_TORCH = "/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
 
 

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from perseus import config, variable_names
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 REPO = Path(__file__).resolve().parents[2]
 RUNTIME = REPO / "native" / "runtime"

@@ -5,6 +5,8 @@ import pytest
 import torch_only_env
 from perseus_harness import launch
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture(scope="module")
 def torch_only_python(tmp_path_factory):

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 INFO = Path(__file__).resolve().parents[2] / "native" / "bindings" / "tensorflow" / "build_support" / "tensorflow_info.py"
 # tf.sysconfig of tensorflow-cpu 1.15.0 (CPython 3.6) and of tensorflow-cpu 2.21.0, as they print them
 TF115 = (["-I/v/site-packages/tensorflow_core/include", "-D_GLIBCXX_USE_CXX11_ABI=0"],

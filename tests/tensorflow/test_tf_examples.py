@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "native" / "runtime" / "perseus" / "examples"
 RESULT = re.compile(r"RESULT ")
 

@@ -2,6 +2,8 @@
 and nothing runs before hvd.init()."""
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 @pytest.fixture(scope="module")
 def hvd(ops):

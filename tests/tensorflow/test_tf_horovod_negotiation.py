@@ -15,6 +15,8 @@ import pytest
 
 from test_tf_horovod_runs import free_ports
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_horovod_cases.py"
 TAG = re.compile(r"\[(\d+)\]<stdout>:REPORT ")
 PROMPT_SECONDS = 20  # far below GLOO_TIMEOUT_SECONDS=60: nobody waited for a collective that never came

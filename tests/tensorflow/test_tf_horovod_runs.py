@@ -16,6 +16,8 @@ import pytest
 
 from support.spellings import NANCHECK_SPELLINGS
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
 TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")  # perseusrun's [R] or Open MPI's [J,R]
 

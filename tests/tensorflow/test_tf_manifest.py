@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 NATIVE = Path(__file__).resolve().parents[2] / "native" / "bindings" / "tensorflow" / "perseus" / "tensorflow" / "_native.py"
 
 

@@ -24,6 +24,8 @@ from aiacc_build.toolkits import (
     verify_signature,
 )
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 DATA = Path(__file__).parent / "data" / "debian-bookworm"
 NON_FREE = "non-free/binary-amd64/Packages"
 MAIN_ALL = "main/binary-all/Packages"

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 pytest.importorskip("torch")
 
 import perseus.torch.horovod as hvd  # noqa: E402

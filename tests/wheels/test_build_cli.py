@@ -11,6 +11,8 @@ from aiacc_build.cli import main
 from aiacc_build.errors import ConfigurationError, UnsupportedCellError
 from aiacc_build.matrix import load_release
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def _run(capsys, *args: str) -> tuple[int, str, str]:
     code = main(list(args))

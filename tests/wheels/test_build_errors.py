@@ -15,6 +15,8 @@ from aiacc_build.wheels.smoke import SmokeTestError
 from aiacc_build.wheels.toolchain import ToolMissingError
 from aiacc_build.errors import BuildError, HostServiceError
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def test_build_errors_are_in_the_hierarchy_with_their_exit_codes():
     for cls in (BindingBuildError, CoreBuildError, EnvError, FrameworkMismatchError, RepairError, SmokeTestError):

@@ -17,6 +17,8 @@ from aiacc_build.wheels.core import RECIPE
 from aiacc_build.wheels.driver import Builder
 from aiacc_build.paths import NATIVE_DIR
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 NONCE = uuid.uuid4().hex  # every run touches differently: an earlier run's entries can never answer
 
 

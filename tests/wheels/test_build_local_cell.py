@@ -8,6 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from local_build import DEFAULT_KEYS, LOCAL_KEY, MXNET_KEY, TENSORFLOW_KEY, LocalBuild, build_local
 
 from aiacc_build import naming
@@ -15,6 +16,8 @@ from aiacc_build.wheels.glibc import broken_promise
 from aiacc_build.wheels.repair import honest_platform
 from aiacc_build.hashing import file_sha256
 from aiacc_build.wheels.wheelinfo import read_wheel
+
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
 
 def _result(local_build: LocalBuild):

@@ -21,6 +21,8 @@ from aiacc_build.wheels.envs import Venv
 from aiacc_build.wheels.repair import retag
 from aiacc_build.wheels.toolchain import BACKEND_MIN_PYTHON, Interpreter, backend_interpreter, find_interpreter
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def test_backend_runs_in_the_cells_interpreter_where_it_can():
     own = Interpreter(python="3.7", version="3.7.16", executable=Path("/x/python3.7"))

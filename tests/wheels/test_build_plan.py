@@ -16,6 +16,8 @@ from aiacc_build.wheels.toolchain import cuda_compilers, find_cuda_compiler, fin
 from aiacc_build.toolkits import installed, toolkits_dir
 from aiacc_build.model import Arch, Cell, Framework, FrameworkBuild
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 needs_local_torch = pytest.mark.skipif(not Path(LOCAL_TORCH_FILE).is_file(), reason="torch 2.13.0+cpu not on this disk")
 
 

@@ -13,6 +13,8 @@ from aiacc_build.wheels.plan import BuildPlan
 from aiacc_build.wheels.toolchain import find_interpreter
 from aiacc_build.wheels.wheelinfo import read_wheel
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 OTHER_PYTHON_KEY = "2.0.0/torch-2.13.0/cpu/py3.12/x86_64"
 
 

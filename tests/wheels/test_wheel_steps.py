@@ -15,6 +15,8 @@ from aiacc_build.errors import ConfigurationError, UnsupportedCellError
 from aiacc_build.matrix import load_release
 from aiacc_build.naming import wheel_filename
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 RELEASE = load_release("2.0.0")
 
 

@@ -17,6 +17,8 @@ from aiacc_build.paths import DIST_DIR
 from aiacc_build.wheels.glibc import broken_promise, wheel_glibc_needs
 from aiacc_build.wheels.repair import honest_platform, platform_glibc, wheel_platform
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 
 def _wheel_with(so: Path, folder: Path, platform: str) -> Path:
     wheel = folder / f"demo-1.0-py3-none-{platform}.whl"
