@@ -4,12 +4,13 @@ import json
 import os
 import re
 import shutil
-import socket
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import pytest
+
+from support.ports import free_ports  # noqa: F401  (imported from here by the Caffe tests)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RECIPE = REPO_ROOT / "recipes" / "caffe" / "build.sh"
@@ -19,17 +20,6 @@ PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
 REPORT = re.compile(r"REPORT (\{[^\n]*\})")
 LAUNCHER_PREFIXES = ("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "GROUP_", "NODE_RANK", "OMPI_",
                      "PMI_", "MPI_LOCAL", "MV2_", "HYDRA_", "SLURM_", "HOROVOD_")
-
-
-def free_ports(n: int) -> List[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def clean_env(extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:

@@ -4,7 +4,6 @@ torchrun-style variables, on 127.0.0.1 with free ports; reading the ranks' REPOR
 import json
 import os
 import re
-import socket
 import struct
 import subprocess
 import sys
@@ -12,23 +11,12 @@ import time
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
+from support.ports import free_ports
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKER = Path(__file__).resolve().parent / "workers" / "engine_cases.py"
 PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
 LINE = re.compile(r"^\[(\d+)\]<stdout>:(.*)$")
-
-
-def free_ports(n: int) -> List[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def base_env(library: str, extra: Optional[Dict[str, str]] = None) -> Dict[str, str]:

@@ -7,7 +7,6 @@ Nodes are simulated on this machine with LOCAL_WORLD_SIZE and GROUP_RANK, as tor
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,15 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, List, Optional, Sequence
 
+from support.ports import free_port  # noqa: F401  (the harness's callers import it from here)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WORKERS = Path(__file__).resolve().parent / "workers"
 SOURCE_PATHS = [REPO_ROOT / "native" / "runtime", REPO_ROOT / "native" / "bindings" / "torch", WORKERS]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def python_path() -> str:
