@@ -17,8 +17,10 @@ ROOTS = (REPO_ROOT / "src" / "aiacc_build", REPO_ROOT / "native" / "runtime" / "
 
 # home -> {name: the pattern that rebuilds it}
 HOMES: dict[str, dict[str, str]] = {
-    "src/aiacc_build/naming.py": {
+    "src/aiacc_build/model.py": {  # a cell's key needs it, and the model is a leaf (naming re-exports it)
         "accelerator `cuda11.0`/`cpu` (cell key, conda file, facts, image tags)": r'f"cuda\{(?!cuda_nodot)',
+    },
+    "src/aiacc_build/naming.py": {
         "accelerator without the dot `cuda110` (mirror folder, CI job id)": r"f\"cuda\{cuda_nodot",
         "Docker tag accelerator `cu11.0`": r'f"cu\{',
         "CUDA or `cpu` of build inputs and the installer table": r'\bor "cpu"|"cpu" if \w[\w.]* is None else \w',
@@ -35,6 +37,8 @@ HOMES: dict[str, dict[str, str]] = {
 }
 # (module, name) pairs allowed to spell a name themselves, each with its reason.
 EXCEPTIONS = {
+    ("src/aiacc_build/model.py", "CUDA or `cpu` of build inputs and the installer table"):
+        "the accelerator label's CPU branch spells `cpu` as this name does",
     ("native/runtime/perseus/doctor.py", "wheel version `<release>+<framework version>`"):
         "perseus-common advises which wheel to install; it cannot import the build tool",
 }

@@ -8,18 +8,37 @@ environments multiply images and conda files, never cells. The matrix loader bui
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import ClassVar
 
+from .errors import ConfigurationError
+
+
+# The frameworks the tool knows, name -> whether its binding links the CPython ABI. Filled by the adapter
+# registry (`aiacc_build.adapters.register`), which the package imports first: the model stays a leaf.
+_KNOWN_FRAMEWORKS: dict[str, bool] = {}
+
+
+class UnknownFrameworkError(ConfigurationError, ValueError):
+    """A framework name no adapter is registered for (a ValueError too: `Framework(name)` raises it)."""
+
+
+def register_framework(name: str, python_specific: bool) -> None:
+    _KNOWN_FRAMEWORKS[name] = python_specific
+
+
+def unregister_framework(name: str) -> None:
+    _KNOWN_FRAMEWORKS.pop(name, None)
+    Framework._interned.pop(name, None)
+
 
 class _FrameworkType(type):
     def __iter__(cls) -> Iterator[Framework]:
         """Every framework the tool knows: one per registered adapter."""
-        from .adapters import names
-
-        return iter([cls(name) for name in names()])
+        return iter([cls(name) for name in _KNOWN_FRAMEWORKS])
 
 
 class Framework(str, metaclass=_FrameworkType):
@@ -38,9 +57,14 @@ class Framework(str, metaclass=_FrameworkType):
         known = cls._interned.get(name)
         if known is not None:
             return known
-        from .adapters import adapter_for
-
-        adapter_for(name)  # UnknownFrameworkError (a ValueError) when none is registered
+        if name not in _KNOWN_FRAMEWORKS:
+            close = difflib.get_close_matches(str(name), list(_KNOWN_FRAMEWORKS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise UnknownFrameworkError(
+                f"unknown framework {str(name)!r}: no adapter is registered for it "
+                f"(known: {', '.join(_KNOWN_FRAMEWORKS)}){hint}. A framework enters the tool as a module in "
+                "src/aiacc_build/adapters/ listed in adapters.BUILTIN"
+            )
         instance = super().__new__(cls, name)
         cls._interned[name] = instance
         return instance
@@ -55,9 +79,12 @@ class Framework(str, metaclass=_FrameworkType):
 
 def python_specific(framework: Framework) -> bool:
     """True when the framework's binding links the CPython ABI (a C++ extension): one wheel per Python."""
-    from .adapters import adapter_for
+    return _KNOWN_FRAMEWORKS[str(Framework(framework))]
 
-    return adapter_for(framework).python_specific
+
+def accelerator(cuda: str | None) -> str:
+    """The accelerator of a cell key, a conda file, a fact or an image tag: `cuda11.0` or `cpu`."""
+    return "cpu" if cuda is None else f"cuda{cuda}"
 
 
 class Arch(str, Enum):
@@ -163,8 +190,6 @@ class Cell:
     @property
     def key(self) -> str:
         """A stable, human-readable id: `1.5.0/torch-1.7.1/cuda11.0/py3.6/x86_64`."""
-        from .naming import accelerator  # naming builds on this model; the label is its to make
-
         accel = accelerator(self.cuda)
         py = f"py{self.python}" if self.python else "py-any"
         return f"{self.release_version}/{self.framework.value}-{self.framework_version}/{accel}/{py}/{self.arch.value}"

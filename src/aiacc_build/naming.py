@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from .adapters import adapter_for
 from .base_images import resolve_cuda_image, shipped_table
-from .model import Cell, CellGroup, Framework, ReleaseInfo
+from .model import Cell, CellGroup, Framework, ReleaseInfo, accelerator  # noqa: F401  (accelerator: named here too)
 
 INSTALL_SCRIPT_NAME = "install_AIACC-Training.sh"
 COMMON_DISTRIBUTION = "perseus_common"
@@ -33,11 +33,6 @@ def cpython_tags(python: str) -> tuple[str, str]:
 
 def cuda_nodot(cuda: str) -> str:
     return cuda.replace(".", "")
-
-
-def accelerator(cuda: str | None) -> str:
-    """The accelerator of a cell key, a conda file, a fact or an image tag: `cuda11.0` or `cpu`."""
-    return "cpu" if cuda is None else f"cuda{cuda}"
 
 
 def accelerator_nodot(cuda: str | None) -> str:

@@ -8,10 +8,9 @@ Tests register a throwaway adapter with `registered(...)`.
 from __future__ import annotations
 
 import contextlib
-import difflib
 from collections.abc import Iterator
 
-from ..errors import ConfigurationError
+from ..model import Framework, UnknownFrameworkError, register_framework, unregister_framework  # noqa: F401
 from .base import CUDA_LIBRARIES, MPI_LIBRARIES, FrameworkAdapter, check_adapter
 from .mxnet import MxnetAdapter
 from .tensorflow import TensorflowAdapter
@@ -27,10 +26,12 @@ def register(adapter: FrameworkAdapter) -> None:
     if adapter.name in _REGISTRY:
         raise ValueError(f"a framework adapter named {adapter.name!r} is already registered")
     _REGISTRY[adapter.name] = adapter
+    register_framework(adapter.name, adapter.python_specific)
 
 
 def unregister(name: str) -> None:
     _REGISTRY.pop(name, None)
+    unregister_framework(name)
 
 
 @contextlib.contextmanager
@@ -52,22 +53,9 @@ def all_adapters() -> tuple[FrameworkAdapter, ...]:
     return tuple(_REGISTRY.values())
 
 
-class UnknownFrameworkError(ConfigurationError, ValueError):
-    """A framework name no adapter is registered for (a ValueError too: `Framework(name)` raises it)."""
-
-
 def adapter_for(framework: str) -> FrameworkAdapter:
     """The adapter of a framework (a Framework or its name); unknown: an error naming the known ones."""
-    adapter = _REGISTRY.get(str(framework))
-    if adapter is None:
-        close = difflib.get_close_matches(str(framework), list(_REGISTRY), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise UnknownFrameworkError(
-            f"unknown framework {str(framework)!r}: no adapter is registered for it "
-            f"(known: {', '.join(_REGISTRY)}){hint}. A framework enters the tool as a module in "
-            "src/aiacc_build/adapters/ listed in adapters.BUILTIN"
-        )
-    return adapter
+    return _REGISTRY[str(Framework(framework))]  # Framework: UnknownFrameworkError naming the known ones
 
 
 def framework_of_distribution(normalised_name: str) -> FrameworkAdapter | None:

@@ -33,7 +33,7 @@ from perseus import config as perseus_config
 from perseus import engine as native
 from perseus import launch
 from perseus.engine import _buffers, _library
-from perseus.torch import _device
+from perseus.torch import _device, _exit
 
 LIBRARY_FILE = "_perseus_engine.so"
 POLICY_FIELDS = ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck", "timeout_seconds",
@@ -361,8 +361,7 @@ def world(cfg: Optional[perseus_config.PerseusConfig] = None, renew: bool = Fals
         eng, store = _make(cfg, policy, _generation)
         _world = World(eng, policy, _generation, store)
         _generation += 1
-        from perseus.torch import _exit
-        _exit.register()
+        _exit.register(release)
         return _world
 
 

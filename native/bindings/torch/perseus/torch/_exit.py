@@ -11,6 +11,7 @@ exit 134) after its work is done.
 import atexit
 import threading
 import time
+from typing import Callable, Optional
 
 # A Gloo worker thread of torch's default group drops a finished work (whose thread-local state holds Python
 # objects, so it takes the GIL) a moment after the work completes. Once the interpreter finalises, taking the
@@ -18,26 +19,26 @@ import time
 # Sleeping here, with the GIL released and the interpreter alive, lets such a thread finish first.
 SETTLE_SECONDS = 0.1
 
-_registered = False
+_release: Optional[Callable[[], None]] = None  # the engine's shutdown (perseus.torch._comm.release)
 _lock = threading.Lock()
 
 
-def register() -> None:
-    global _registered
+def register(release: Callable[[], None]) -> None:
+    """Run `release` (the engine's shutdown) at interpreter exit, then destroy torch's default group; once."""
+    global _release
     with _lock:
-        if not _registered:
+        if _release is None:
             atexit.register(leave)
-            _registered = True
+        _release = release
 
 
 def leave() -> None:
     """Shut the engine down and destroy torch's default group; safe to call more than once."""
     import torch.distributed as dist
 
-    from perseus.torch import _comm
-
     time.sleep(SETTLE_SECONDS)
-    _comm.release()
+    if _release is not None:
+        _release()
     if dist.is_available() and dist.is_initialized():
         dist.destroy_process_group()
     time.sleep(SETTLE_SECONDS)

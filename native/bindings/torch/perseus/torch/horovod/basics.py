@@ -2,9 +2,8 @@
 
 import atexit
 import os
-import threading
 from datetime import timedelta
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 import torch
 import torch.distributed as dist
@@ -12,24 +11,14 @@ import torch.distributed as dist
 from perseus import config as perseus_config
 from perseus import launch
 from perseus.torch import _comm
-
-
 from perseus.horovod_kit.capabilities import Capabilities
-from perseus.horovod_kit.errors import HorovodNotInitialized, NotSupportedByPerseus
+from perseus.horovod_kit.errors import HorovodNotInitialized, NotSupportedByPerseus  # noqa: F401  (hvd's name)
 from perseus.horovod_kit import process_sets as _process_sets
+from perseus.torch.horovod import _joined
+from perseus.torch.horovod import process_sets as sets
 
 
-class _State:
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.initialized = False
-        self.owns_default_group = False
-        self.shutdown_callbacks: List[Any] = []
-        self.shutdown_at_exit = False
-        self.next_torch_port: Optional[int] = None  # the default group's port after a re-init (see shutdown())
-
-
-_state = _State()
+_state = _joined.state
 
 
 def _default_backend() -> str:
@@ -117,7 +106,6 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
 
 
 def _register_sets(process_sets: Any) -> None:
-    from perseus.torch.horovod import process_sets as sets
     sets.register_at_init(process_sets)
 
 
@@ -137,7 +125,6 @@ def _shutdown(agree_ports: bool) -> None:
         for callback in list(_state.shutdown_callbacks):
             callback()
         _state.shutdown_callbacks.clear()
-        from perseus.torch.horovod import process_sets as sets
         sets.close_all()
         if agree_ports and _comm.current() is not None:
             ports = _comm.agree_next_ports(2)
@@ -153,16 +140,8 @@ def on_shutdown(callback: Any) -> None:
     _state.shutdown_callbacks.append(callback)
 
 
-def is_initialized() -> bool:
-    return _state.initialized and _comm.current() is not None
-
-
-def world() -> _comm.World:
-    if not is_initialized():
-        raise HorovodNotInitialized("Horovod has not been initialized; use hvd.init().")
-    found = _comm.current()
-    assert found is not None
-    return found
+is_initialized = _joined.is_initialized
+world = _joined.world
 
 
 def size() -> int:
@@ -237,13 +216,5 @@ def stop_timeline() -> None:
                                 "torch.profiler")
 
 
-def add_process_set(process_set: Any) -> Any:
-    """Registers a process set (a ProcessSet or a list of ranks) on every rank; collective over all ranks."""
-    from perseus.torch.horovod import process_sets as sets
-    return sets.add_process_set(process_set)
-
-
-def remove_process_set(process_set: Any) -> bool:
-    """Unregisters a process set on every rank; collective."""
-    from perseus.torch.horovod import process_sets as sets
-    return sets.remove_process_set(process_set)
+add_process_set = sets.add_process_set
+remove_process_set = sets.remove_process_set

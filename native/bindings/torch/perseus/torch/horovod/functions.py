@@ -39,7 +39,7 @@ def broadcast_parameters(params: Union[Dict[str, Any], Iterable[Tuple[str, Any]]
 
     Tensors are packed per dtype and device into one buffer each, so a model costs a few broadcasts."""
     named = _named_tensors(params)
-    world = basics.world()
+    basics.world()  # Horovod's not-initialised error before anything else
     digest = _layout_digest(named)
     records = C._control.exchange(C.K_BROADCAST_MANY, "broadcast_parameters", root=root_rank, digest=digest)
     if any(r.joined for r in records):

@@ -15,7 +15,7 @@ from typing import Any, Callable, List
 from perseus.horovod_kit import process_sets as _kit
 from perseus.horovod_kit.process_sets import ProcessSet
 from perseus.torch import _comm
-from perseus.torch.horovod import basics
+from perseus.torch.horovod import _joined
 
 
 def add_process_set(process_set: Any) -> ProcessSet:
@@ -23,7 +23,7 @@ def add_process_set(process_set: Any) -> ProcessSet:
     same order everywhere. Returns the registered ProcessSet."""
     from perseus.engine.groups import normalise_ranks, subgroup_engine
 
-    job = basics.world()
+    job = _joined.world()
     ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
     if ps.ranks is None:
         raise ValueError("hvd.add_process_set: the global process set is always there; pass a subset of the ranks")
@@ -90,7 +90,7 @@ def on_process_set(api: str) -> Callable[[Callable[..., Any]], Callable[..., Any
 
 def set_root(root_rank: int, api: str) -> int:
     """A global root rank as the world in use numbers it (its index in the process set in use)."""
-    world = basics.world()
+    world = _joined.world()
     job = _comm.job()
     if world is job or job is None:
         return root_rank
