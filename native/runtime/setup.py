@@ -1,25 +1,30 @@
 """perseus-common's version is the release it is built for: PERSEUS_RELEASE at build time.
 
 `aiacc-build wheel common --release R` (the local build and the CI workflow) sets it; a plain
-`pip install native/runtime` without it builds DEFAULT_RELEASE, the default of the bindings' builds
-too (native/bindings/*/pyproject.toml `default-release`), so a development checkout stays consistent.
+`pip install native/runtime` without it builds native/DEFAULT_RELEASE (the matrix's newest release), the
+default of the bindings' builds too, so a development checkout stays consistent.
 The version is written into the built package as perseus/_version.py (never into the source tree).
 """
 
+import importlib.util
 import os
-import re
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-DEFAULT_RELEASE = "1.5.0"
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def release_version() -> str:
-    version = os.environ.get("PERSEUS_RELEASE", "").strip() or DEFAULT_RELEASE
-    if not re.match(r"^[0-9]+(\.[0-9]+)*$", version):
-        raise SystemExit("PERSEUS_RELEASE=%r is not a release version such as 2.0.0" % version)
-    return version
+    """PERSEUS_RELEASE, else native/DEFAULT_RELEASE: the rule of native/build_support/perseus_release.py."""
+    rule = os.path.join(HERE, "..", "build_support", "perseus_release.py")
+    spec = importlib.util.spec_from_file_location("perseus_release", rule)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    try:
+        return module.release()
+    except RuntimeError as exc:
+        raise SystemExit(str(exc))
 
 
 class BuildPyWithVersion(build_py):

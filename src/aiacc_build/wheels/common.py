@@ -35,13 +35,18 @@ class CommonWheel:
 
 
 def stage_runtime(source: Path, dest: Path) -> None:
-    """Copy the runtime source to `dest`, without build outputs."""
+    """Copy the runtime source to `dest`, without build outputs, with the release rule its setup.py loads beside it
+    (native/build_support and native/DEFAULT_RELEASE, as `dest`/../)."""
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns(*IGNORED_DIRS, "build", "*.egg-info", "*.pyc"))
+    shutil.copytree(source.parent / "build_support", dest.parent / "build_support",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy2(source.parent / "DEFAULT_RELEASE", dest.parent / "DEFAULT_RELEASE")
 
 
 def build_common(release: ReleaseInfo, cache: BuildCache, source: Path = RUNTIME_DIR) -> CommonWheel:
     inputs = {
         "sources": tree_digest(source),
+        "release_rule": tree_digest(source.parent / "build_support"),
         "release": release.version,
         "python": sys.version.split()[0],
         "uv": uv_version(),
@@ -49,14 +54,14 @@ def build_common(release: ReleaseInfo, cache: BuildCache, source: Path = RUNTIME
     expected = common_wheel_filename(release)
 
     def make(path: Path, meta: dict[str, object]) -> None:
-        staged = path / "src"
+        staged = path / "src" / "runtime"
         stage_runtime(source, staged)
         run_uv(
             ["build", "--quiet", "--wheel", "--python", sys.executable, "--out-dir", str(path), str(staged)],
             cache,
             extra_env={"PERSEUS_RELEASE": release.version},
         )
-        shutil.rmtree(staged)
+        shutil.rmtree(path / "src")
         built = list(path.glob("*.whl"))
         if [w.name for w in built] != [expected]:
             raise BuildError(f"perseus-common build produced {[w.name for w in built]}, expected {expected}")

@@ -6,7 +6,7 @@ and the distribution's name (mxnet-cu112: CUDA 11.2; mxnet, mxnet-mkl, mxnet-nat
 importing mxnet lets one build interpreter build for an mxnet installed for another Python.
 Environment overrides:
   PERSEUS_MXNET_DIR        the mxnet package directory (.../site-packages/mxnet)
-  PERSEUS_RELEASE          the perseus release (default: the build's default-release)
+  PERSEUS_RELEASE          the perseus release (default: native/DEFAULT_RELEASE)
 
   python mxnet_info.py [--json | --cmake FILE]
 """
@@ -18,7 +18,6 @@ import os
 import re
 import sys
 
-DEFAULT_RELEASE = "1.5.0"
 _CUDA_DISTRIBUTION = re.compile(r"^mxnet[-_]cu(\d+)(?:mkl)?-", re.IGNORECASE)
 
 
@@ -67,9 +66,6 @@ def _cuda(directory, version):
                             % (directory, ", ".join(names) or "none"))
     return cuda_of_distribution(names[0])
 
-
-def release(default=DEFAULT_RELEASE):
-    return os.environ.get("PERSEUS_RELEASE") or default
 
 
 def info():

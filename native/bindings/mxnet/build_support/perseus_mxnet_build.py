@@ -3,19 +3,21 @@
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "build_support"))  # native/build_support: the release rule
 
+import perseus_release  # noqa: E402
 import mxnet_info  # noqa: E402
 
 
 def dynamic_metadata(field, settings=None):
-    settings = settings or {}
-    unknown = set(settings) - {"default-release"}
-    if unknown:
-        raise RuntimeError("perseus_mxnet_build: unknown settings %s (allowed: default-release)" % sorted(unknown))
-    release = mxnet_info.release(settings.get("default-release", mxnet_info.DEFAULT_RELEASE))
+    if settings:
+        raise RuntimeError("perseus_mxnet_build takes no settings (the release is PERSEUS_RELEASE or "
+                           "native/DEFAULT_RELEASE), got %s" % sorted(settings))
+    release = perseus_release.release()
     if field == "version":
-        return "%s+%s" % (release, mxnet_info.info()["mxnet_public_version"])
+        return perseus_release.wheel_version(release, mxnet_info.info()["mxnet_public_version"])
     if field == "dependencies":
         return ["perseus-common==%s" % release]
     raise RuntimeError("perseus_mxnet_build provides version and dependencies, not %s" % field)

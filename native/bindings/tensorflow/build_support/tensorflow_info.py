@@ -3,7 +3,7 @@
 TensorFlow states its own build flags (tf.sysconfig.get_compile_flags() / get_link_flags(): include
 directory, _GLIBCXX_USE_CXX11_ABI, the C++ standard, libtensorflow_framework), so this script imports
 it with the build interpreter; its CUDA comes from tf.sysconfig.get_build_info(). Environment:
-  PERSEUS_RELEASE             the perseus release (default: the build's default-release)
+  PERSEUS_RELEASE             the perseus release (default: native/DEFAULT_RELEASE)
   PERSEUS_TENSORFLOW_PYTHON   the interpreter whose TensorFlow to build for, when it is not the one
                               running the build backend (TensorFlow 1.15 lives on Python 3.6, which
                               scikit-build-core does not run on): this script re-runs itself there
@@ -16,7 +16,6 @@ import re
 import subprocess
 import sys
 
-DEFAULT_RELEASE = "1.5.0"
 PYTHON_ENV = "PERSEUS_TENSORFLOW_PYTHON"
 
 
@@ -68,13 +67,6 @@ def parse_flags(compile_flags, link_flags):
             "defines": ";".join(defines), "lib_dir": lib_dir, "framework_library": lib_name}
 
 
-def release(default=DEFAULT_RELEASE):
-    return os.environ.get("PERSEUS_RELEASE") or default
-
-
-def version_only(default=DEFAULT_RELEASE):
-    """(release, TF public version) for the metadata provider."""
-    return release(default), info()["tensorflow_public_version"]
 
 
 def _info_from(python):

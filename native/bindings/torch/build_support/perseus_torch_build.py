@@ -1,25 +1,27 @@
 """scikit-build-core metadata provider of perseus_torch: version `<release>+<torch public version>`
-(1.5.0+2.13.0) and the one dependency `perseus-common==<release>` (never torch itself).
+(2.0.0+2.13.0) and the one dependency `perseus-common==<release>` (never torch itself).
 
-The release comes from PERSEUS_RELEASE or the `default-release` setting in pyproject.toml; the torch
+The release comes from PERSEUS_RELEASE or native/DEFAULT_RELEASE (native/build_support/perseus_release.py); the torch
 version from the torch being built against (see torch_info.py), so one source tree builds every cell.
 """
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "build_support"))  # native/build_support: the release rule
 
+import perseus_release  # noqa: E402
 import torch_info  # noqa: E402
 
 
 def dynamic_metadata(field, settings=None):
-    settings = settings or {}
-    unknown = set(settings) - {"default-release"}
-    if unknown:
-        raise RuntimeError("perseus_torch_build: unknown settings %s (allowed: default-release)" % sorted(unknown))
-    release = torch_info.release(settings.get("default-release", torch_info.DEFAULT_RELEASE))
+    if settings:
+        raise RuntimeError("perseus_torch_build takes no settings (the release is PERSEUS_RELEASE or "
+                           "native/DEFAULT_RELEASE), got %s" % sorted(settings))
+    release = perseus_release.release()
     if field == "version":
-        return "%s+%s" % (release, torch_info.info()["torch_public_version"])
+        return perseus_release.wheel_version(release, torch_info.info()["torch_public_version"])
     if field == "dependencies":
         return ["perseus-common==%s" % release]
     raise RuntimeError("perseus_torch_build provides version and dependencies, not %s" % field)

@@ -5,7 +5,7 @@ version.py (version, CUDA), share/cmake/Torch/TorchConfig.cmake (C++ standard) a
 (C++ ABI: cxx11-ABI builds mangle std::string as std::__cxx11). Not importing torch lets one build
 interpreter build for a torch installed for another Python. Environment overrides:
   PERSEUS_TORCH_DIR        the torch package directory (.../site-packages/torch)
-  PERSEUS_RELEASE          the perseus release (default: the build's default-release)
+  PERSEUS_RELEASE          the perseus release (default: native/DEFAULT_RELEASE)
 
   python torch_info.py [--json | --cmake FILE]
 """
@@ -16,7 +16,6 @@ import os
 import re
 import sys
 
-DEFAULT_RELEASE = "1.5.0"
 
 
 class TorchNotFound(RuntimeError):
@@ -80,9 +79,6 @@ def _cxx11_abi(directory):
     with open(lib, "rb") as handle:
         return b"__cxx11" in handle.read()
 
-
-def release(default=DEFAULT_RELEASE):
-    return os.environ.get("PERSEUS_RELEASE") or default
 
 
 def info():
