@@ -1,5 +1,5 @@
 // How many of the engine's streams (PERSEUS_ALLREDUCE_STREAMS, an upper limit) carry the fused allreduce
-// groups: the rule of the torch binding's _stream_tuner.py, on the engine's own units.
+// groups, on the engine's own units.
 //
 // Several streams pay where one connection cannot fill the network (a cloud VPC caps each TCP flow);
 // where one fills it, concurrent groups only share the link. Unless the user set the variable, the

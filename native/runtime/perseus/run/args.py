@@ -62,8 +62,9 @@ network interfaces (seed variables, forwarded only when set):
 --mpi:
   perseusrun runs Open MPI's mpirun (-H, --map-by slot, --bind-to none, --tag-output, -x for the same
   variables, --allow-run-as-root only as root, plm_rsh_args "-p PORT" with --ssh-port). MPI starts
-  and numbers the processes (OMPI_COMM_WORLD_*); the tensors still travel over torch.distributed's
-  Gloo/NCCL, rendezvousing at MASTER_ADDR:MASTER_PORT. Install: apt-get install openmpi-bin.
+  and numbers the processes (OMPI_COMM_WORLD_*); the tensors still travel over perseus's engine
+  (Gloo, shared memory, NCCL for torch CUDA tensors), rendezvousing at MASTER_ADDR. Install:
+  apt-get install openmpi-bin.
 
 failures and signals:
   when one rank exits non-zero, the others get SIGTERM, then SIGKILL after min(5 s,

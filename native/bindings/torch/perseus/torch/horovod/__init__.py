@@ -1,8 +1,8 @@
 """perseus.torch.horovod: the Horovod PyTorch API on perseus (`import perseus.torch.horovod as hvd`).
 
-Transport is torch.distributed (Gloo for CPU tensors, NCCL for CUDA tensors) on perseus's own
-process groups; gradients of hvd.DistributedOptimizer go through perseus's fused, compressed
-allreduce (see perseus.torch.horovod.optimizer).
+Every collective runs on perseus's native engine (Gloo over TCP, shared memory inside a node; CUDA tensors on
+its device path: NCCL, or Gloo with on-device fp16); gradients of hvd.DistributedOptimizer go through its
+fused, compressed allreduce (see perseus.torch.horovod.optimizer), hvd.allreduce is exact.
 """
 
 from perseus.horovod_kit.errors import (  # noqa: F401
