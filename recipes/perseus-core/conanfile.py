@@ -1,8 +1,8 @@
 """Conan 2 recipe of the AIACC-Training (Perseus) native core: built once per (CUDA toolkit, compiler,
 build type) into the local cache, then linked statically into every framework binding of that cell.
 
-    conan create recipes/perseus-core --version 1.5.0 -o "&:cuda=13.0" --build=missing     # offline
-    conan create recipes/perseus-core --version 1.5.0 -o "&:cuda=none"
+    conan create recipes/perseus-core --version 2.0.0 -o "&:cuda=13.0" --build=missing     # offline
+    conan create recipes/perseus-core --version 2.0.0 -o "&:cuda=none"
 
 The sources are exported from native/core of this checkout (no download, no remote). The nvcc used
 is conf `user.perseus:nvcc` (default /usr/local/cuda/bin/nvcc), its toolkit the folder above its bin/,
@@ -36,7 +36,10 @@ class PerseusCoreConan(ConanFile):
     default_options = {"cuda": "none", "cuda_architectures": "75-real;90", "fPIC": True}
 
     def set_version(self):
-        self.version = self.version or os.environ.get("PERSEUS_RELEASE", "1.5.0")
+        if not self.version and not os.environ.get("PERSEUS_RELEASE"):
+            with open(os.path.join(self.recipe_folder, CORE_DIR, "..", "DEFAULT_RELEASE")) as handle:
+                self.version = handle.read().strip()  # the release rule of native/build_support/perseus_release.py
+        self.version = self.version or os.environ["PERSEUS_RELEASE"]
 
     def export_sources(self):
         source = os.path.join(self.recipe_folder, CORE_DIR)

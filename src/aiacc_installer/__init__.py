@@ -7,5 +7,5 @@ listed before it, by `from .module import name` lines, and no two modules define
 """
 
 # Dependency order: each module imports only from modules before it.
-MODULES = ("exits", "common", "table", "detect", "decide", "prerequisites", "mirror", "manifest",
+MODULES = ("exits", "common", "table", "cuda_drivers", "detect", "decide", "prerequisites", "mirror", "manifest",
            "environment", "apply", "__main__")

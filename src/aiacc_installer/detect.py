@@ -7,17 +7,8 @@ import sys
 import sysconfig
 
 from .common import major_minor, normalise, numbers, read, run
+from .cuda_drivers import DRIVER_FOR_CUDA
 from .table import FRAMEWORKS, framework_row
-
-# Minimum Linux driver of each CUDA toolkit (CUDA release notes, "CUDA Toolkit and Driver Versions").
-DRIVER_FOR_CUDA = (
-    ("13.0", "580.65.06"), ("12.9", "575.51.03"), ("12.8", "570.26"), ("12.6", "560.28.03"),
-    ("12.5", "555.42.02"), ("12.4", "550.54.14"), ("12.3", "545.23.06"), ("12.2", "535.54.03"),
-    ("12.1", "530.30.02"), ("12.0", "525.60.13"), ("11.8", "520.61.05"), ("11.7", "515.43.04"),
-    ("11.6", "510.39.01"), ("11.5", "495.29.05"), ("11.4", "470.42.01"), ("11.3", "465.19.01"),
-    ("11.2", "460.27.03"), ("11.1", "455.23"), ("11.0", "450.36.06"), ("10.2", "440.33"),
-    ("10.1", "418.39"), ("10.0", "410.48"),
-)
 
 
 def installed_distributions():

@@ -19,14 +19,10 @@ from perseus._doctor_probes import (BINDINGS, _distributions, _normal, _version_
                                     gather_frameworks, gather_launch, gather_perseus, gather_settings, gather_system,
                                     gather_tools)
 from perseus._doctor_report import INSTALLER, PerseusWheel, Problem, Report
+from perseus._cuda_drivers import MIN_DRIVER  # generated from matrix/facts/cuda_drivers.yaml
 from perseus._frameworks import FRAMEWORKS
 
 __all__ = ["Problem", "Report", "collect", "format_text", "main"]
-
-# Oldest Linux driver for each CUDA runtime, with minor-version compatibility within a major version
-# (NVIDIA CUDA Toolkit release notes, "CUDA Toolkit and Corresponding Driver Versions").
-MIN_DRIVER = [((10, 0), "410.48"), ((10, 1), "418.39"), ((10, 2), "440.33"), ((11, 0), "450.80.02"),
-              ((12, 0), "525.60.13"), ((13, 0), "580.65.06")]
 
 
 def _cuda_words(cuda: Optional[str]) -> str:

@@ -221,5 +221,24 @@ def schema_cmd(write: bool, check: bool) -> None:
         click.echo("stale: " + ", ".join(map(str, stale)))
 
 
+@matrix.command("driver-tables")
+@click.option("--write", is_flag=True, help="Write the generated tables.")
+@click.option("--check", is_flag=True, help="Exit 7 when a committed table is stale.")
+def driver_tables_cmd(write: bool, check: bool) -> None:
+    """The install script's and perseus doctor's CUDA-driver tables, from matrix/facts/cuda_drivers.yaml."""
+    from .. import cuda_drivers
+
+    changed = cuda_drivers.write() if write else cuda_drivers.stale()
+    if not changed:
+        click.echo("driver tables up to date")
+    elif write:
+        for path in changed:
+            click.echo(f"wrote {path}")
+    elif check:
+        raise StaleOutputError(f"stale: {', '.join(map(str, changed))}; run `aiacc-build matrix driver-tables --write`")
+    else:
+        click.echo("stale: " + ", ".join(map(str, changed)))
+
+
 def register(cli: click.Group) -> None:
     cli.add_command(matrix)
