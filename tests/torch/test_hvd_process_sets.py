@@ -41,6 +41,9 @@ def test_each_collective_on_a_set_gives_its_members_result(ranks):
             assert got["even_average"] == [1.0]
         assert "is not in ProcessSet" in got["outsider"], got["outsider"]
         assert got["job_sum"] == [4.0]
+        # gradient x = [(rank+1)^2, 1]: averaged over {0,2} = [5, 1]; ranks 1 and 3 keep their own
+        expected_grad = 5.0 if rank in (0, 2) else float((rank + 1) ** 2)
+        assert got["set_optimizer_weight"] == pytest.approx([1.0 - 0.1 * expected_grad, 0.9])
         assert got["removed"] == [True, True, True, False]
 
 

@@ -42,6 +42,15 @@ try:
 except ValueError as error:
     out["outsider"] = str(error)
 out["job_sum"] = hvd.allreduce(torch.tensor([1.0]), op=hvd.Sum).tolist()  # the job's world is untouched
+# DistributedOptimizer on {0,2}: its members step on their averaged gradient, ranks 1 and 3 on their own
+model = torch.nn.Linear(2, 1, bias=False)
+with torch.no_grad():
+    model.weight.fill_(1.0)
+opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1), named_parameters=model.named_parameters(),
+                               process_set=even)
+model(torch.tensor([[float((r + 1) ** 2), 1.0]])).sum().backward()
+opt.step()
+out["set_optimizer_weight"] = model.weight.detach().flatten().tolist()
 out["removed"] = [hvd.remove_process_set(even), hvd.remove_process_set(high), hvd.remove_process_set(low),
                   hvd.remove_process_set(low)]
 emit(out)

@@ -31,8 +31,7 @@ import torch
 
 from perseus import config as perseus_config
 from perseus.torch import _comm, _gradients, _unhonoured
-from perseus.horovod_kit.errors import NotSupportedByPerseus
-from perseus.horovod_kit.process_sets import global_process_set, is_global
+from perseus.horovod_kit.process_sets import ProcessSet, global_process_set, is_global, member_set
 from perseus.torch.horovod import basics
 from perseus.torch.horovod import collectives as C
 from perseus.torch.horovod.compression import Compression, FP16Compressor, NoneCompressor
@@ -79,11 +78,16 @@ class _DistributedOptimizer(torch.optim.Optimizer):
     """Methods mixed into a subclass of the wrapped optimizer's class (as Horovod does)."""
 
     def __init__(self, params: Any, named_parameters: Any, compression: Any, backward_passes_per_step: int,
-                 op: int, gradient_predivide_factor: float, groups_requested: bool, sparse_as_dense: bool) -> None:
+                 op: int, gradient_predivide_factor: float, groups_requested: bool, sparse_as_dense: bool,
+                 process_set: Any) -> None:
         super(self.__class__, self).__init__(params)
         cfg = perseus_config.get()
         basics.world()  # hvd.init() first
-        world = _comm.world(cfg, renew=True)
+        set_world = _set_world(process_set)
+        # a rank outside the optimizer's process set steps on its own gradients, as Horovod's does
+        self._perseus_local = set_world is False
+        world = _comm.world(cfg, renew=True) if set_world is None or set_world is False else set_world
+        self._perseus_world = None if set_world is None or set_world is False else set_world
         _unhonoured.report(cfg)
         if op not in (C.Average, C.Sum, C.Adasum):
             raise ValueError("DistributedOptimizer(op=...) takes hvd.Average, hvd.Sum or hvd.Adasum")
@@ -113,8 +117,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._perseus_digest = _plan_digest(self._perseus_named, world.policy, _force_fp16(compression))
         self._perseus_perf = PerfCheck(cfg, world, "DistributedOptimizer")
         self._perseus_engine.begin_step()
-        C.register_step_participant(self._perseus_digest, self._perseus_zero_step)
-        self._perseus_hooks = [self._perseus_hook_param(i, p) for i, (_, p) in enumerate(self._perseus_named)]
+        if self._perseus_world is None:  # hvd.join() takes part in the job's steps only
+            C.register_step_participant(self._perseus_digest, self._perseus_zero_step)
+        self._perseus_hooks = [] if self._perseus_local else \
+            [self._perseus_hook_param(i, p) for i, (_, p) in enumerate(self._perseus_named)]
 
     # ---- gradient hooks ---------------------------------------------------------------------------
     def _perseus_hook_param(self, index: int, param: torch.Tensor) -> Any:
@@ -165,6 +171,14 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         """Wait until every gradient is averaged over all ranks (missing ones count as zeros)."""
         if self._perseus_synchronized:
             return
+        if self._perseus_local:
+            self._perseus_synchronized = True
+            return
+        with _comm.using(self._perseus_world):  # the process set's world (None: the job's)
+            self._perseus_synchronize()
+        self._perseus_synchronized = True
+
+    def _perseus_synchronize(self) -> None:
         engine = self._perseus_engine
         self._perseus_perf.local(self._perseus_local_seconds())
         if self._perseus_op == C.Adasum:
@@ -180,7 +194,6 @@ class _DistributedOptimizer(torch.optim.Optimizer):
             engine.wait()
             self._perseus_sparse_step()
             self._perseus_finished_at = time.perf_counter()
-        self._perseus_synchronized = True
 
     def _perseus_sparse_step(self) -> None:
         """Sparse gradients as Horovod reduces them (sparse_as_dense=False), in parameter order on every rank;
@@ -230,7 +243,7 @@ class _DistributedOptimizer(torch.optim.Optimizer):
                 warnings.warn("optimizer.step() called without optimizer.skip_synchronize() after "
                               "optimizer.synchronize(); this can cause training slowdown", UserWarning, stacklevel=2)
             self.synchronize()
-        communicated = self._perseus_op == C.Adasum or self._perseus_engine.communicate
+        communicated = self._perseus_local or self._perseus_op == C.Adasum or self._perseus_engine.communicate
         self._perseus_next_step()
         if not communicated:
             return None  # PERSEUS_ACCUMULATE_N_STEPS: a local step, the update waits for the n-th
@@ -258,12 +271,18 @@ def DistributedOptimizer(optimizer: torch.optim.Optimizer, named_parameters: Any
                          compression: Any = Compression.none, backward_passes_per_step: int = 1, op: int = C.Average,
                          gradient_predivide_factor: float = 1.0, num_groups: int = 0, groups: Any = None,
                          sparse_as_dense: bool = False, process_set: Any = global_process_set) -> torch.optim.Optimizer:
-    """Wrap `optimizer` so that step() uses gradients averaged (op) over all ranks (Horovod's signature)."""
-    if not is_global(process_set):
-        raise NotSupportedByPerseus(
-            "hvd.DistributedOptimizer(process_set={!r}) is not supported yet: the optimizer reduces over every rank; "
-            "for a subset, reduce its gradients with hvd.allreduce(..., process_set=...) (collectives take process "
-            "sets)".format(process_set))
+    """Wrap `optimizer` so that step() uses gradients averaged (op) over the ranks of `process_set` (every rank by
+    default; Horovod's signature). A rank outside the set steps on its own gradients."""
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,), dict(_DistributedOptimizer.__dict__))
     return cls(optimizer.param_groups, named_parameters, compression, backward_passes_per_step, op,
-               gradient_predivide_factor, bool(num_groups) or groups is not None, sparse_as_dense)
+               gradient_predivide_factor, bool(num_groups) or groups is not None, sparse_as_dense, process_set)
+
+
+def _set_world(process_set: Any) -> Any:
+    """None for the global set; False when this rank is not in the (registered) set; else the set's world."""
+    if is_global(process_set):
+        return None
+    if isinstance(process_set, ProcessSet) and process_set.process_set_id is not None and not process_set.included():
+        return False
+    member = member_set(process_set, "hvd.DistributedOptimizer")  # ValueError for an unregistered set
+    return member.handle
