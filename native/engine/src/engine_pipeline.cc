@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "engine.h"
+#include "perseus/variables.h"
 
 namespace perseus::engine {
 namespace {
@@ -173,7 +174,7 @@ void Engine::end_slice(FusedSlice& f) {
 }
 
 void Engine::print_profile(const Stream& s) const {
-  const char* flag = std::getenv("PERSEUS_ENGINE_PROFILE");
+  const char* flag = std::getenv(PERSEUS_ENV_ENGINE_PROFILE);
   if (flag == nullptr || std::string(flag) != "1" || !s.pipeline || s.pipeline->passed() == 0) return;
   std::string line = "perseus-engine-profile {\"rank\": " + std::to_string(options_.rank) +
                      ", \"stream\": " + std::to_string(s.index) + ", \"slices\": " +

@@ -246,6 +246,10 @@ class PerseusConfig:
     cudart_library: Optional[str] = variable(  # None: nvidia/cuda_runtime/lib on sys.path, a loaded copy, the system
         "PERSEUS_CUDART_LIBRARY", None, _existing_file, "the path of a libcudart.so.12",
         "the CUDA runtime the engine loads for device buffers (docs/device.md)", since="2.0.0", honoured_by=())
+    engine_profile: bool = variable(  # read by the native engine (engine_pipeline.cc)
+        "PERSEUS_ENGINE_PROFILE", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "1: each engine stream prints its pipeline stages' busy seconds on stderr at shutdown (perseus-engine-profile "
+        "lines)", since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
     caffe_rank_weights: Optional[str] = variable(  # None: no file; read by the Caffe patch's `caffe train`
         "PERSEUS_CAFFE_RANK_WEIGHTS", None, _path_prefix, "a path prefix in a writable folder",
         "caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check)",
@@ -379,22 +383,6 @@ def describe(config: PerseusConfig) -> List[Tuple[str, str, str]]:
             for spec in VARIABLES]
 
 
-__all__ = [
-    "AllreduceMode",
-    "parse_value",
-    "show",
-    "spec_of",
-    "ConfigError",
-    "NotHonouredWarning",
-    "PerseusConfig",
-    "VARIABLES",
-    "VARIABLE_NAMES",
-    "VariableSpec",
-    "WireDtype",
-    "describe",
-    "get",
-    "load",
-    "network_interfaces",
-    "reload",
-    "warn_not_honoured",
-]
+__all__ = ["AllreduceMode", "parse_value", "show", "spec_of", "ConfigError", "NotHonouredWarning", "PerseusConfig", "VARIABLES",
+           "VARIABLE_NAMES", "VariableSpec", "WireDtype", "describe", "get", "load", "network_interfaces", "reload",
+           "warn_not_honoured"]

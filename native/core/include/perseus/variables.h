@@ -109,6 +109,10 @@
 /* PERSEUS_CUDART_LIBRARY: the CUDA runtime the engine loads for device buffers (docs/device.md). Allowed: the path of a libcudart.so.12. Since 2.0.0. */
 #define PERSEUS_ENV_CUDART_LIBRARY "PERSEUS_CUDART_LIBRARY"
 
+/* PERSEUS_ENGINE_PROFILE: 1: each engine stream prints its pipeline stages' busy seconds on stderr at shutdown (perseus-engine-profile lines). Allowed: 0 or 1. Since 2.0.0. */
+#define PERSEUS_ENV_ENGINE_PROFILE "PERSEUS_ENGINE_PROFILE"
+#define PERSEUS_DEFAULT_ENGINE_PROFILE 0
+
 /* PERSEUS_CAFFE_RANK_WEIGHTS: caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check). Allowed: a path prefix in a writable folder. Since 1.5.0. */
 #define PERSEUS_ENV_CAFFE_RANK_WEIGHTS "PERSEUS_CAFFE_RANK_WEIGHTS"
 
