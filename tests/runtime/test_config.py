@@ -20,6 +20,7 @@ CASES = {
     "PERSEUS_ALLREDUCE_GRADIENT_SCALE": ("5", 5.0, ["0", "-1", "inf", "nan"]),
     "PERSEUS_OFFLINE_NEG": ("1", True, ["2"]),
     "PERSEUS_SHM_DISABLE": ("1", True, ["2", "yes"]),
+    "PERSEUS_ENGINE_PROFILE": ("1", True, ["2", "on"]),
     "PERSEUS_PERF_CHECK_N_STEPS": ("100", 100, ["-1", "ten"]),
     "PERSEUS_MASTER_PORT": ("29600", 29600, ["0", "65536", "port"]),
     "PERSEUS_NCCL_NETWORK_INTERFACE": ("lo", "lo", ["no-such-nic0"]),
