@@ -1,5 +1,5 @@
-"""The release a build under native/ is for, made once: native/DEFAULT_RELEASE is the matrix's newest release, and
-native/build_support/perseus_release.py (Python builds) and native/cmake/PerseusRelease.cmake (CMake builds) read
+"""The release a build under native/ is for, made once: native/release/DEFAULT_RELEASE is the matrix's newest release, and
+native/release/perseus_release.py (Python builds) and native/cmake/PerseusRelease.cmake (CMake builds) read
 it unless PERSEUS_RELEASE says otherwise."""
 
 from __future__ import annotations
@@ -14,15 +14,15 @@ from aiacc_build.paths import NATIVE_DIR, REPO_ROOT
 
 
 def _rule():
-    spec = importlib.util.spec_from_file_location("perseus_release", NATIVE_DIR / "build_support" / "perseus_release.py")
+    spec = importlib.util.spec_from_file_location("perseus_release", NATIVE_DIR / "release" / "perseus_release.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
 def test_the_default_release_file_is_the_matrix_newest_release():
-    assert (NATIVE_DIR / "DEFAULT_RELEASE").read_text().strip() == default_release(), \
-        "write the matrix's newest release into native/DEFAULT_RELEASE"
+    assert (NATIVE_DIR / "release" / "DEFAULT_RELEASE").read_text().strip() == default_release(), \
+        "write the matrix's newest release into native/release/DEFAULT_RELEASE"
 
 
 def test_the_rule_takes_the_environment_then_the_file(monkeypatch):

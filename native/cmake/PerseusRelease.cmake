@@ -1,5 +1,5 @@
-# The release a CMake build under native/ is for, made once (native/build_support/perseus_release.py is the same
-# rule for the Python builds): PERSEUS_RELEASE in the environment, else native/DEFAULT_RELEASE.
+# The release a CMake build under native/ is for, made once (native/release/perseus_release.py is the same
+# rule for the Python builds): PERSEUS_RELEASE in the environment, else native/release/DEFAULT_RELEASE.
 #
 #   perseus_default_release(OUT)                       the release, as above
 #   perseus_wheel_version(OUT RELEASE FRAMEWORK)       a binding wheel's version: <release>+<framework public version>
@@ -11,10 +11,10 @@ function(perseus_default_release out)
   if(DEFINED ENV{PERSEUS_RELEASE} AND NOT "$ENV{PERSEUS_RELEASE}" STREQUAL "")
     set(_release "$ENV{PERSEUS_RELEASE}")
   else()
-    file(STRINGS "${_PERSEUS_NATIVE_DIR}/DEFAULT_RELEASE" _release LIMIT_COUNT 1)
+    file(STRINGS "${_PERSEUS_NATIVE_DIR}/release/DEFAULT_RELEASE" _release LIMIT_COUNT 1)
   endif()
   if(NOT _release MATCHES "^[0-9]+(\\.[0-9]+)*$")
-    message(FATAL_ERROR "release '${_release}' (PERSEUS_RELEASE or native/DEFAULT_RELEASE) is not a release "
+    message(FATAL_ERROR "release '${_release}' (PERSEUS_RELEASE or native/release/DEFAULT_RELEASE) is not a release "
                         "version such as 2.0.0")
   endif()
   set(${out} "${_release}" PARENT_SCOPE)

@@ -37,8 +37,8 @@ class PerseusCoreConan(ConanFile):
 
     def set_version(self):
         if not self.version and not os.environ.get("PERSEUS_RELEASE"):
-            with open(os.path.join(self.recipe_folder, CORE_DIR, "..", "DEFAULT_RELEASE")) as handle:
-                self.version = handle.read().strip()  # the release rule of native/build_support/perseus_release.py
+            with open(os.path.join(self.recipe_folder, CORE_DIR, "..", "release", "DEFAULT_RELEASE")) as handle:
+                self.version = handle.read().strip()  # the release rule of native/release/perseus_release.py
         self.version = self.version or os.environ["PERSEUS_RELEASE"]
 
     def export_sources(self):

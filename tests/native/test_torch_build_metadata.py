@@ -17,7 +17,7 @@ def load_provider():
 def test_release_comes_from_the_environment_or_the_default(torch, monkeypatch):
     provider = load_provider()
     public = torch.__version__.split("+")[0]
-    default = open(os.path.join(BUILD_SUPPORT, "..", "..", "..", "DEFAULT_RELEASE")).read().strip()
+    default = open(os.path.join(BUILD_SUPPORT, "..", "..", "..", "release", "DEFAULT_RELEASE")).read().strip()
     monkeypatch.delenv("PERSEUS_RELEASE", raising=False)
     assert provider.dynamic_metadata("version", {}) == default + "+" + public
     monkeypatch.setenv("PERSEUS_RELEASE", "1.6.0")

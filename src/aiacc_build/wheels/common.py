@@ -36,17 +36,15 @@ class CommonWheel:
 
 def stage_runtime(source: Path, dest: Path) -> None:
     """Copy the runtime source to `dest`, without build outputs, with the release rule its setup.py loads beside it
-    (native/build_support and native/DEFAULT_RELEASE, as `dest`/../)."""
+    (native/release, as `dest`/../release)."""
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns(*IGNORED_DIRS, "build", "*.egg-info", "*.pyc"))
-    shutil.copytree(source.parent / "build_support", dest.parent / "build_support",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copy2(source.parent / "DEFAULT_RELEASE", dest.parent / "DEFAULT_RELEASE")
+    shutil.copytree(source.parent / "release", dest.parent / "release", ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def build_common(release: ReleaseInfo, cache: BuildCache, source: Path = RUNTIME_DIR) -> CommonWheel:
     inputs = {
         "sources": tree_digest(source),
-        "release_rule": tree_digest(source.parent / "build_support"),
+        "release_rule": tree_digest(source.parent / "release"),
         "release": release.version,
         "python": sys.version.split()[0],
         "uv": uv_version(),

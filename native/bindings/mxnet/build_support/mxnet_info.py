@@ -6,7 +6,7 @@ and the distribution's name (mxnet-cu112: CUDA 11.2; mxnet, mxnet-mkl, mxnet-nat
 importing mxnet lets one build interpreter build for an mxnet installed for another Python.
 Environment overrides:
   PERSEUS_MXNET_DIR        the mxnet package directory (.../site-packages/mxnet)
-  PERSEUS_RELEASE          the perseus release (default: native/DEFAULT_RELEASE)
+  PERSEUS_RELEASE          the perseus release (default: native/release/DEFAULT_RELEASE)
 
   python mxnet_info.py [--json | --cmake FILE]
 """

@@ -3,7 +3,7 @@
 TensorFlow states its own build flags (tf.sysconfig.get_compile_flags() / get_link_flags(): include
 directory, _GLIBCXX_USE_CXX11_ABI, the C++ standard, libtensorflow_framework), so this script imports
 it with the build interpreter; its CUDA comes from tf.sysconfig.get_build_info(). Environment:
-  PERSEUS_RELEASE             the perseus release (default: native/DEFAULT_RELEASE)
+  PERSEUS_RELEASE             the perseus release (default: native/release/DEFAULT_RELEASE)
   PERSEUS_TENSORFLOW_PYTHON   the interpreter whose TensorFlow to build for, when it is not the one
                               running the build backend (TensorFlow 1.15 lives on Python 3.6, which
                               scikit-build-core does not run on): this script re-runs itself there

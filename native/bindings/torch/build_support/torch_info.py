@@ -5,7 +5,7 @@ version.py (version, CUDA), share/cmake/Torch/TorchConfig.cmake (C++ standard) a
 (C++ ABI: cxx11-ABI builds mangle std::string as std::__cxx11). Not importing torch lets one build
 interpreter build for a torch installed for another Python. Environment overrides:
   PERSEUS_TORCH_DIR        the torch package directory (.../site-packages/torch)
-  PERSEUS_RELEASE          the perseus release (default: native/DEFAULT_RELEASE)
+  PERSEUS_RELEASE          the perseus release (default: native/release/DEFAULT_RELEASE)
 
   python torch_info.py [--json | --cmake FILE]
 """
