@@ -28,6 +28,7 @@ NOT_CONFIGURATION = frozenset({
     "PERSEUS_LAUNCHER", "PERSEUS_RELEASE", "PERSEUS_TORCH_DIR", "PERSEUS_MXNET_DIR", "PERSEUS_FRAMEWORK", "PERSEUS_FRAMEWORK_VERSION",
     "PERSEUS_CUDA", "PERSEUS_MIRROR", "PERSEUS_WHEEL_SHA256", "PERSEUS_WHEELS",
     "PERSEUS_STORE_ADDR",  # perseusrun: the rendezvous store it serves (perseus/run/store.py)
+    "PERSEUS_ELASTIC_DRIVER", "PERSEUS_ELASTIC_WORKER",  # elastic perseusrun (perseus/horovod_kit/elastic_worker.py)
 })
 TEST_PREFIX = "PERSEUS_TEST_"  # the native tests' own inputs
 
