@@ -7,7 +7,9 @@ Every rank writes OUT_DIR/pid.<host>_<slot> (its pid, so a test can kill it); ra
 (`step size`) after each step and, at the end, OUT_DIR/result.json: the final weights and, per committed step,
 the world size and each rank's sample indices, which is all a reference computation needs. The history is part
 of the committed state, so a step lost with a worker is not in it. ELASTIC_TEST_CRASH=N makes the last rank
-of every generation exit with code 3 after N steps in that generation (the reset-limit test).
+of every generation exit with code 3 after N steps in that generation. ELASTIC_TEST_HOLD=8,16 makes rank 0
+wait before the step after step 8 (and 16) until OUT_DIR/go.8 exists (the other ranks wait in its collective), so
+a test can change the hosts at a known step.
 """
 
 import json
@@ -33,6 +35,7 @@ def main() -> None:
     out, total, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     commit_every = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     crash_after = int(os.environ.get("ELASTIC_TEST_CRASH", "0"))
+    holds = {int(n) for n in os.environ.get("ELASTIC_TEST_HOLD", "").split(",") if n}
     worker = os.environ.get("PERSEUS_ELASTIC_WORKER", "static").replace(":", "_")
     with open(os.path.join(out, "pid." + worker), "w") as f:
         f.write(str(os.getpid()))
@@ -53,6 +56,8 @@ def main() -> None:
             batch = 0
             iter(state.sampler)
             while batch * BATCH < len(state.sampler.indices) and state.step < total:
+                while hvd.rank() == 0 and state.step in holds and not os.path.exists(os.path.join(out, "go.{}".format(state.step))):
+                    time.sleep(0.05)
                 indices = state.sampler.get_indices(batch, BATCH)
                 optimizer.zero_grad()
                 loss = ((model(x[indices]).squeeze(1) - y[indices]) ** 2).mean()

@@ -78,6 +78,7 @@ class Driver:
         self.reset_requested = False
         self.short_since: Optional[float] = None
         self.lost_at: Optional[float] = None  # when the last member loss was seen (for the re-rendezvous time)
+        self.lost: Optional[str] = None  # the last lost worker, as the plan's reason
         self.success = False
         self.failure: Optional[str] = None
         self.signalled: Optional[int] = None
@@ -108,7 +109,7 @@ class Driver:
             except discovery.DiscoveryError as error:
                 with self.cond:
                     if not self.discovered_once:
-                        self.failure = "{} on its first call; the job cannot start (fix the script and run again)".format(error)
+                        self.failure = "the job cannot start, discovery failed on its first call: {}".format(error)
                     else:
                         if self.discovery_failing_since is None:
                             self.discovery_failing_since = time.monotonic()
@@ -139,8 +140,8 @@ class Driver:
 
     def _plan(self, desired: List[str], why: str) -> None:
         if self.formed and self.o.reset_limit is not None and self.resets >= self.o.reset_limit:
-            raise JobFailed("the job would re-form a {} time ({}), but --reset-limit is {}; last committed state "
-                            "is the one the workers hold; raise --reset-limit or fix what makes workers fail".format(
+            raise JobFailed("the job would re-form a {} time ({}), but --reset-limit is {}; raise --reset-limit or fix "
+                            "what makes the workers fail".format(
                                 _ordinal(self.resets + 1), why, self.o.reset_limit))
         if self.last_formed_members and not set(desired) & set(self.last_formed_members):
             raise JobFailed("no worker of generation {} is left to hand its state on ({}); the job cannot go on"
@@ -276,6 +277,7 @@ class Driver:
             how = "was killed by {}".format(signal.Signals(-code).name) if code < 0 else "exited with code {}".format(code)
             self.blacklist.add(worker.host)
             self.lost_at = self.lost_at or time.monotonic()
+            self.lost = "worker {} {}".format(wid, how)
             self.say("worker {} {}; host {} is blacklisted{}".format(
                 wid, how, worker.host, "" if self.o.cooldown_range is None else " for a cooldown period"))
 
@@ -305,7 +307,8 @@ class Driver:
         if not self.generation:
             self._plan(desired, "start")
         elif desired != self.members:
-            self._plan(desired, "hosts or workers changed")
+            self._plan(desired, self.lost or "hosts changed")
+            self.lost = None
         elif self.reset_requested:
             self._plan(desired, "a worker asked to re-form")
         self._check_formed()
