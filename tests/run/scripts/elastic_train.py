@@ -7,9 +7,9 @@ Every rank writes OUT_DIR/pid.<host>_<slot> (its pid, so a test can kill it); ra
 (`step size`) after each step and, at the end, OUT_DIR/result.json: the final weights and, per committed step,
 the world size and each rank's sample indices, which is all a reference computation needs. The history is part
 of the committed state, so a step lost with a worker is not in it. ELASTIC_TEST_CRASH=N makes the last rank
-of every generation exit with code 3 after N steps in that generation. ELASTIC_TEST_HOLD=8,16 makes rank 0
-wait before the step after step 8 (and 16) until OUT_DIR/go.8 exists (the other ranks wait in its collective), so
-a test can change the hosts at a known step.
+of every generation exit with code 3 after N steps in that generation. ELASTIC_TEST_HOLD=8,16 makes every rank
+wait before the step after step 8 (and 16) until rank 0 sees OUT_DIR/go.8 (asked through a broadcast every 50 ms,
+so a rank lost meanwhile is noticed), so a test can change the hosts at a known step.
 """
 
 import json
@@ -29,6 +29,13 @@ def data():
     x = torch.randn(SAMPLES, FEATURES, generator=g, dtype=torch.float64)
     y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64) + 0.1 * torch.randn(SAMPLES, generator=g, dtype=torch.float64)
     return x, y
+
+
+def progress(out, step, size):
+    if hvd.rank() == 0:
+        with open(os.path.join(out, "progress.tmp"), "w") as f:
+            f.write("{} {}\n".format(step, size))
+        os.replace(os.path.join(out, "progress.tmp"), os.path.join(out, "progress"))
 
 
 def main() -> None:
@@ -56,7 +63,8 @@ def main() -> None:
             batch = 0
             iter(state.sampler)
             while batch * BATCH < len(state.sampler.indices) and state.step < total:
-                while hvd.rank() == 0 and state.step in holds and not os.path.exists(os.path.join(out, "go.{}".format(state.step))):
+                while state.step in holds and not hvd.broadcast_object(os.path.exists(os.path.join(out, "go.{}".format(state.step)))):
+                    progress(out, state.step, hvd.size())  # every rank in a collective: a lost one is noticed
                     time.sleep(0.05)
                 indices = state.sampler.get_indices(batch, BATCH)
                 optimizer.zero_grad()
@@ -70,10 +78,7 @@ def main() -> None:
                 state.step += 1
                 batch += 1
                 in_generation += 1
-                if hvd.rank() == 0:
-                    with open(os.path.join(out, "progress.tmp"), "w") as f:
-                        f.write("{} {}\n".format(state.step, hvd.size()))
-                    os.replace(os.path.join(out, "progress.tmp"), os.path.join(out, "progress"))
+                progress(out, state.step, hvd.size())
                 if crash_after and in_generation >= crash_after and hvd.rank() == hvd.size() - 1:
                     print("CRASH on purpose at step {} (rank {} of {})".format(state.step, hvd.rank(), hvd.size()), flush=True)
                     os._exit(3)
