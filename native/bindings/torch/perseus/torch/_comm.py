@@ -288,6 +288,9 @@ def _make(cfg: perseus_config.PerseusConfig, policy: Tuple[Any, ...],
     from perseus.horovod_kit import elastic_worker
     joined = elastic_worker.current()
     if joined is not None:  # elastic perseusrun: this generation's numbers and its own store, served by perseusrun
+        if joined.size == 1:  # alone: the engine serves itself a store on a free port (it has no peer to meet)
+            return native.Engine(0, 1, 0, 1, 0, "127.0.0.1", 0), ("elastic generation {}, alone".format(
+                joined.generation), "127.0.0.1", 0)
         try:
             return (native.Engine(joined.rank, joined.size, joined.local_rank, joined.local_size, joined.node,
                                   joined.store_host, joined.store_port, serve_store=False),

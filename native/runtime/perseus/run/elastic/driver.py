@@ -80,6 +80,7 @@ class Driver:
         self.lost_at: Optional[float] = None  # when the last member loss was seen (for the re-rendezvous time)
         self.lost: Optional[str] = None  # the last lost worker, as the plan's reason
         self.success = False
+        self.success_at: Optional[float] = None
         self.failure: Optional[str] = None
         self.signalled: Optional[int] = None
         self.stopping = threading.Event()
@@ -226,6 +227,9 @@ class Driver:
             self.cond.notify_all()
             try:
                 while True:
+                    if self.success:
+                        self.told_to_stop.add(wid)
+                        return {"stop": "the job has finished (a worker ended training)", "code": 0}
                     if self.failure is not None or self.stopping.is_set():
                         return {"stop": "the job is ending ({})".format(self.failure or "done"), "code": 1}
                     if wid not in self.members and self.generation > last:
@@ -268,9 +272,10 @@ class Driver:
                 continue
             worker.seen = True  # type: ignore[attr-defined]
             code = worker.returncode
-            member = wid in self.members
-            if code == 0 and member and self.formed == self.generation and wid not in self.told_to_stop:
-                self.success = True
+            if code == 0 and wid in self.last_formed_members and wid not in self.told_to_stop:
+                self.success = True  # training ended; a generation planned meanwhile is not formed any more
+                self.success_at = self.success_at or time.monotonic()
+                self.cond.notify_all()
                 continue
             if wid in self.told_to_stop or code == 0:
                 continue
@@ -327,6 +332,11 @@ class Driver:
                     break
                 with self.cond:
                     self._tick()
+                    if self.success_at is not None and time.monotonic() - self.success_at > self.o.elastic_timeout:
+                        late = [w.wid for w in self.workers.values() if w.running]
+                        self.say("training ended, but worker(s) {} still run after --elastic-timeout {} s; ending "
+                                 "them".format(", ".join(late), self.o.elastic_timeout))
+                        break
                     if self.success and all(not w.running for w in self.workers.values()):
                         failed = [w for w in self.workers.values() if w.returncode not in (0, None)
                                   and w.wid in self.members and w.wid not in self.told_to_stop]
