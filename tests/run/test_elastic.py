@@ -4,9 +4,7 @@ machine (distinct hosts for discovery and blacklisting; not network namespaces: 
 import os
 import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -18,13 +18,13 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from typing import Dict, List, Mapping, Optional, Tuple
+from typing import Dict, List, Mapping, Optional
 
 from perseus.launch.torchrun import PERSEUSRUN_MARKER
 
 from .. import environment
 from .. import store as served_store
-from ..hosts import HostSlots, is_local, is_loopback
+from ..hosts import is_local
 from ..options import Options
 from ..plan import horovod_env
 from . import discovery, workers

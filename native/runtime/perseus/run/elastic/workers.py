@@ -6,26 +6,18 @@ import os
 import signal
 import subprocess
 import threading
-import time
 from typing import Dict, List, Mapping, Optional
 
 from ..ssh import remote_command, ssh_argv
-from ..supervisor import _Output
+from ..supervisor import _Child, _Output
 
 
-class Worker:
+class Worker(_Child):
+    """A started worker: the supervisor's child record (exit code and time, set by its waiter thread) plus the slot."""
+
     def __init__(self, wid: str, host: str, slot: int, popen: "subprocess.Popen", remote: bool) -> None:
-        self.wid, self.host, self.slot, self.popen, self.remote = wid, host, slot, popen, remote
-        self.returncode: Optional[int] = None
-        self.exited_at: Optional[float] = None
-        self.started_at = time.monotonic()
-        self.outputs: List[_Output] = []
-        self.waiter = threading.Thread(target=self._wait, daemon=True)
-
-    def _wait(self) -> None:
-        code = self.popen.wait()
-        self.exited_at = time.monotonic()
-        self.returncode = code
+        super().__init__(None, popen)
+        self.wid, self.host, self.slot, self.remote = wid, host, slot, remote
 
     @property
     def running(self) -> bool:
