@@ -174,3 +174,46 @@ def test_help_lists_the_elastic_options():
     for flag in ("--min-np", "--min-num-proc", "--max-np", "--max-num-proc", "--host-discovery-script",
                  "--slots-per-host", "--elastic-timeout", "--reset-limit", "--blacklist-cooldown-range"):
         assert flag in done.stdout
+
+
+def _read_until(job, text, timeout):
+    """perseusrun's stderr up to the first line containing `text`."""
+    seen, deadline = "", time.monotonic() + timeout
+    while text not in seen:
+        assert time.monotonic() < deadline and job.poll() is None, "no {!r} in:\n{}".format(text, seen)
+        seen += job.stderr.readline()
+    return seen
+
+
+def test_a_host_leaving_discovery_stops_its_worker_and_the_rest_re_form(tmp_path):
+    script, set_hosts = E.discovery_script(tmp_path, HOSTS4[:3])
+    job = start(["-np", "2", "--min-np", "2", "--host-discovery-script", str(script), PYTHON, IDLE], tmp_path)
+    try:
+        _read_until(job, "generation 1 formed: 3 worker(s)", 60)
+        set_hosts(HOSTS4[:2])
+        seen = _read_until(job, "generation 2 formed: 2 worker(s)", 60)
+        if "stops: its slot" not in seen:
+            seen += _read_until(job, "stops: its slot", 30)
+    finally:
+        job.send_signal(signal.SIGTERM)
+        code, out, err = finish(job, 60)
+    assert "planning generation 2 with 2 worker(s) (hosts changed): 127.0.0.1:0, 127.0.0.2:0" in seen
+    assert "worker 127.0.0.3:0 stops: its slot is not in generation 2" in seen + err
+    assert "blacklisted" not in seen + err  # it left; it did not fail
+    assert code == 128 + signal.SIGTERM
+
+
+def test_training_that_ends_while_a_generation_is_planned_ends_the_job(tmp_path):
+    """The workers end (exit 0) when they learn of a new host instead of joining again; the new worker, waiting
+    for a generation that will not form, is told to stop: the job succeeds at once, not after the timeout."""
+    script, set_hosts = E.discovery_script(tmp_path, HOSTS4[:2])
+    job = start(["-np", "2", "--host-discovery-script", str(script), "--elastic-timeout", "40", PYTHON, IDLE],
+                tmp_path, env={"ELASTIC_TEST_DONE_ON_UPDATE": "1"})
+    _read_until(job, "generation 1 formed: 2 worker(s)", 60)
+    began = time.monotonic()
+    set_hosts(HOSTS4[:3])
+    code, out, err = finish(job, 60)
+    assert code == 0, err
+    assert "planning generation 2 with 3 worker(s)" in err and "generation 2 formed" not in err
+    assert "worker 127.0.0.3:0 stops: the job has finished" in err
+    assert time.monotonic() - began < 20

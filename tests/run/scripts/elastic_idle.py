@@ -1,7 +1,8 @@
 """A worker of elastic perseusrun without a framework, for the driver's tests (tests/run/test_elastic.py): it
 joins each generation (perseus.horovod_kit.elastic_worker), prints `JOINED generation rank size`, and joins the
 next one when the driver's host-update counter moves. ELASTIC_TEST_CRASH=1 makes the last rank of every
-generation exit with code 3 right after joining (a worker that crashes on every reset)."""
+generation exit with code 3 right after joining (a worker that crashes on every reset); ELASTIC_TEST_DONE_ON_UPDATE=1
+makes it exit 0 instead of joining again (training that ends while the driver plans the next generation)."""
 
 import os
 import sys
@@ -20,6 +21,9 @@ def main() -> None:
             sys.exit(3)
         while elastic_worker.host_updates()[0] <= joined.updates:
             time.sleep(0.1)
+        if os.environ.get("ELASTIC_TEST_DONE_ON_UPDATE") == "1":
+            print("DONE in generation {}".format(joined.generation), flush=True)
+            return
 
 
 if __name__ == "__main__":
