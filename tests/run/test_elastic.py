@@ -162,9 +162,11 @@ def test_worker_crashing_on_every_reset_hits_the_reset_limit(tmp_path):
     (["--min-np", "1", "-H", "a:1", "--reset-limit", "-1"], "--reset-limit -1: must be at least 0"),
     (["--host-discovery-script", "/nonexistent/discover.sh"], "--host-discovery-script /nonexistent/discover.sh: no such file"),
     (["--host-discovery-script", "x.sh", "-H", "a:1"], "--host-discovery-script and -H both name the hosts"),
+    (["--min-np", "1", "-H", "a:1"], "HOROVOD_ELASTIC_TIMEOUT='soon': give whole seconds"),
 ])
 def test_elastic_usage_errors(args, fragment):
-    done = subprocess.run([PERSEUSRUN, "-np", "2"] + args + ["true"], env=BASE_ENV, stdout=subprocess.PIPE,
+    env = dict(BASE_ENV, HOROVOD_ELASTIC_TIMEOUT="soon") if "HOROVOD" in fragment else BASE_ENV
+    done = subprocess.run([PERSEUSRUN, "-np", "2"] + args + ["true"], env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, universal_newlines=True, timeout=30)
     assert done.returncode == 2 and fragment in done.stderr, done.stderr
 

@@ -153,7 +153,8 @@ def parser() -> argparse.ArgumentParser:
     elastic.add_argument("--slots-per-host", type=int, metavar="N",
                          help="slots of a host the discovery script prints without :SLOTS")
     elastic.add_argument("--elastic-timeout", type=int, metavar="SECONDS",
-                         help="how long to wait for --min-np slots, a generation to form or discovery to recover (default 600)")
+                         help="how long to wait for --min-np slots, a generation to form or discovery to recover (default: "
+                              "HOROVOD_ELASTIC_TIMEOUT, else 600)")
     elastic.add_argument("--reset-limit", type=int, metavar="N", help="end the job when it would re-form more than N times")
     elastic.add_argument("--blacklist-cooldown-range", dest="cooldown_range", type=int, nargs=2, metavar=("MIN", "MAX"),
                          help="a failed host comes back after MIN..MAX seconds (1 <= MIN <= MAX <= 3600; default: never)")

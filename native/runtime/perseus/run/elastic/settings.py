@@ -59,6 +59,17 @@ def apply(options: Options, ns: argparse.Namespace) -> Options:
     else:
         raise UsageError("--min-np needs the hosts: --host-discovery-script SCRIPT (hosts that change) or "
                          "-H/--hostfile (a fixed list)")
+    timeout = ns.elastic_timeout or _timeout_from_environment() or DEFAULT_TIMEOUT
     return replace(options, min_np=min_np, max_np=ns.max_np, host_discovery_script=script,
-                   slots_per_host=ns.slots_per_host, elastic_timeout=ns.elastic_timeout or DEFAULT_TIMEOUT,
+                   slots_per_host=ns.slots_per_host, elastic_timeout=timeout,
                    reset_limit=ns.reset_limit, cooldown_range=cooldown, fixed_hosts=fixed)
+
+
+def _timeout_from_environment() -> int:
+    """HOROVOD_ELASTIC_TIMEOUT (horovodrun reads it when --elastic-timeout is not given), 0 when unset."""
+    raw = os.environ.get("HOROVOD_ELASTIC_TIMEOUT", "").strip()
+    if not raw:
+        return 0
+    if not raw.isdigit() or int(raw) < 1:
+        raise UsageError("HOROVOD_ELASTIC_TIMEOUT={!r}: give whole seconds (at least 1) or unset it".format(raw))
+    return int(raw)
