@@ -29,6 +29,7 @@ NOT_CONFIGURATION = frozenset({
     "PERSEUS_CUDA", "PERSEUS_MIRROR", "PERSEUS_WHEEL_SHA256", "PERSEUS_WHEELS",
     "PERSEUS_STORE_ADDR",  # perseusrun: the rendezvous store it serves (perseus/run/store.py)
     "PERSEUS_TENSORFLOW_PYTHON",  # the TensorFlow binding's build: the Python whose TensorFlow it builds against
+    "PERSEUS_ELASTIC_DRIVER", "PERSEUS_ELASTIC_WORKER",  # elastic perseusrun (perseus/horovod_kit/elastic_worker.py)
 })
 TEST_PREFIX = "PERSEUS_TEST_"  # the native tests' own inputs
 

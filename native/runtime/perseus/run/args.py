@@ -11,7 +11,9 @@ from .options import Options
 
 DASHES = "\u2010\u2011\u2012\u2013\u2014\u2015\u2212"  # hyphen, non-breaking hyphen, figure/en/em dash, bar, minus
 VALUE_OPTIONS = {"-np", "--num-proc", "-H", "--hosts", "--hostfile", "-hostfile", "--log-dir", "-p", "--ssh-port",
-                 "--ssh-identity-file", "--ssh-config", "-x", "--mpi-args"}
+                 "--ssh-identity-file", "--ssh-config", "-x", "--mpi-args", "--min-np", "--min-num-proc", "--max-np",
+                 "--max-num-proc", "--host-discovery-script", "--slots-per-host", "--elastic-timeout", "--reset-limit"}
+TWO_VALUE_OPTIONS = {"--blacklist-cooldown-range"}
 FLAG_OPTIONS = {"--gloo", "--mpi", "--dry-run", "--json", "-h", "--help", "--version"}
 VALUE_OPTIONS |= horovod_flags.VALUE_FLAGS  # horovodrun's spellings (horovod_flags.py)
 FLAG_OPTIONS |= horovod_flags.SWITCHES
@@ -22,6 +24,9 @@ Start NP copies of COMMAND as one data-parallel job (AIACC-Training / Perseus).
   perseusrun -np NP [-H localhost:N] -- COMMAND [ARG...]            one machine (Gloo, the default)
   perseusrun --gloo -np NP -H host1:N,host2:N -- COMMAND [ARG...]   several machines, started over ssh
   perseusrun --mpi  -np NP -H host1:N,host2:N -- COMMAND [ARG...]   several machines, started by Open MPI
+
+  perseusrun -np 8 --min-np 4 --max-np 12 --host-discovery-script ./discover_hosts.sh -- COMMAND
+                                                                     elastic (see "elastic mode" below)
 
 NP is the total number of processes, N the processes (usually GPUs) of each host: NP = N x hosts.
 The `--` before COMMAND may be left out."""
@@ -86,6 +91,18 @@ horovodrun's options:
   --verbose prints the plan on stderr; the others (--timeline-filename, --autotune, --start-timeout,
   --check-build, ...) are refused by name with what to do instead.
 
+elastic mode (--min-np or --host-discovery-script; Horovod's horovodrun options, Gloo only):
+  perseusrun starts a worker on every slot the discovery script reports (one `HOST:SLOTS` or `HOST` line
+  per host; run every second; -H/--hostfile instead gives a fixed list), at most --max-np, and starts
+  training once -np slots are there. When a worker dies its host is blacklisted (for good, or for a
+  cooldown within --blacklist-cooldown-range MIN MAX seconds) and the survivors re-form the job with new
+  ranks from their last commit; when hosts appear the job grows at the workers' next commit. Workers
+  use hvd.elastic.run and hvd.elastic.TorchState (docs/elastic.md). The job ends, exit code 1, naming the
+  cause, when: the discovery script fails or prints something else than HOST[:SLOTS] lines on its first
+  call, or keeps failing for longer than --elastic-timeout; fewer than --min-np slots stay available for
+  longer than --elastic-timeout; a generation does not form within it; the job would re-form more than
+  --reset-limit times. Output lines are prefixed [HOST:SLOT]<stdout>: (a worker's rank changes).
+
 dashes:
   the manual prints `–np` and `–-mpi` with typographic dashes; perseusrun reads them as `-np` and
   `--mpi` and says so on stderr.
@@ -137,6 +154,21 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--mpi-args", default="", metavar="'ARGS'", help="extra mpirun arguments (with --mpi)")
     p.add_argument("--dry-run", action="store_true", help="print the plan (per rank: host, variables, command), start nothing")
     p.add_argument("--json", action="store_true", help="with --dry-run: print the plan as JSON")
+    elastic = p.add_argument_group("elastic mode (Horovod's options; Gloo only)")
+    elastic.add_argument("--min-np", "--min-num-proc", dest="min_np", type=int, metavar="N",
+                         help="fewest processes to go on with; below it the job waits (default: -np); turns elastic mode on")
+    elastic.add_argument("--max-np", "--max-num-proc", dest="max_np", type=int, metavar="N",
+                         help="most processes the job grows to (default: every discovered slot)")
+    elastic.add_argument("--host-discovery-script", metavar="SCRIPT",
+                         help="prints the available hosts, one HOST:SLOTS (or HOST) per line; turns elastic mode on")
+    elastic.add_argument("--slots-per-host", type=int, metavar="N",
+                         help="slots of a host the discovery script prints without :SLOTS")
+    elastic.add_argument("--elastic-timeout", type=int, metavar="SECONDS",
+                         help="how long to wait for --min-np slots, a generation to form or discovery to recover (default: "
+                              "HOROVOD_ELASTIC_TIMEOUT, else 600)")
+    elastic.add_argument("--reset-limit", type=int, metavar="N", help="end the job when it would re-form more than N times")
+    elastic.add_argument("--blacklist-cooldown-range", dest="cooldown_range", type=int, nargs=2, metavar=("MIN", "MAX"),
+                         help="a failed host comes back after MIN..MAX seconds (1 <= MIN <= MAX <= 3600; default: never)")
     p.add_argument("--version", action="version", version="perseusrun (perseus-common) " + __version__)
     return p
 
@@ -147,7 +179,7 @@ def _normalise(token: str, notes: List[str]) -> str:
     bare = token.lstrip("-" + DASHES)
     name, sep, value = bare.partition("=")
     for candidate in ("-" + name, "--" + name):
-        if candidate in VALUE_OPTIONS or candidate in FLAG_OPTIONS:
+        if candidate in VALUE_OPTIONS or candidate in FLAG_OPTIONS or candidate in TWO_VALUE_OPTIONS:
             fixed = candidate + sep + value
             notes.append("read {!r} as {!r} (a typographic dash was typed for a hyphen)".format(token, fixed))
             return fixed
@@ -170,6 +202,9 @@ def split(argv: Sequence[str]) -> Tuple[List[str], List[str], List[str]]:
             if token in VALUE_OPTIONS and i + 1 < len(argv):
                 options.append(argv[i + 1])
                 i += 1
+            elif token in TWO_VALUE_OPTIONS:
+                options.extend(argv[i + 1:i + 3])
+                i += len(argv[i + 1:i + 3])
             i += 1
             continue
         return options, [token] + list(argv[i + 1:]), notes
@@ -206,7 +241,10 @@ def parse(argv: Sequence[str]) -> Options:
         name, sep, value = item.partition("=")
         exports.append((name, value if sep else None))
     exports += horovodrun.exports
-    return Options(np=ns.np, command=command, hosts=ns.hosts, hostfile=ns.hostfile, mode=ns.mode or "gloo",
-                   log_dir=ns.log_dir, ssh_port=ns.ssh_port, ssh_identity_file=ns.ssh_identity_file,
-                   ssh_config=ns.ssh_config, exports=exports, mpi_args=mpi_args, dry_run=ns.dry_run,
-                   json=ns.json, notes=notes, verbose=horovodrun.verbose)
+    options = Options(np=ns.np, command=command, hosts=ns.hosts, hostfile=ns.hostfile, mode=ns.mode or "gloo",
+                      log_dir=ns.log_dir, ssh_port=ns.ssh_port, ssh_identity_file=ns.ssh_identity_file,
+                      ssh_config=ns.ssh_config, exports=exports, mpi_args=mpi_args, dry_run=ns.dry_run,
+                      json=ns.json, notes=notes, verbose=horovodrun.verbose)
+    from .elastic.settings import apply
+
+    return apply(options, ns)

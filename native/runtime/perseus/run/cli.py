@@ -27,12 +27,46 @@ def _prepare(job: planning.JobPlan) -> None:
             raise UsageError("--log-dir {}: cannot create it ({})".format(job.log_dir, exc.strerror or exc)) from None
 
 
+def _elastic(options: "args.Options") -> int:
+    """An elastic job (perseus/run/elastic): its checks, --dry-run's settings, or the driver."""
+    from .elastic import driver
+
+    for message in environment.variable_messages(os.environ):
+        print("perseusrun: " + message, file=sys.stderr)
+    environment.validate_perseus_variables(os.environ)
+    environment.exports(options.exports, os.environ)
+    environment.gloo_timeout(os.environ)
+    if shutil.which(options.command[0]) is None:
+        raise CommandNotFound("perseusrun: {}: command not found on PATH".format(options.command[0]))
+    if options.dry_run:
+        settings = {"elastic": True, "np": options.np, "min_np": options.min_np, "max_np": options.max_np,
+                    "host_discovery_script": options.host_discovery_script, "slots_per_host": options.slots_per_host,
+                    "hosts": None if options.fixed_hosts is None else ["{}:{}".format(h.host, h.slots) for h in options.fixed_hosts],
+                    "elastic_timeout": options.elastic_timeout, "reset_limit": options.reset_limit,
+                    "blacklist_cooldown_range": options.cooldown_range, "command": options.command}
+        if options.json:
+            print(json.dumps(settings, indent=2))
+        else:
+            print("perseusrun elastic plan (workers are placed as discovery finds hosts, at run time):")
+            for key, value in settings.items():
+                print("  {}: {}".format(key, value))
+        return 0
+    if options.log_dir:
+        try:
+            os.makedirs(options.log_dir, exist_ok=True)
+        except OSError as exc:
+            raise UsageError("--log-dir {}: cannot create it ({})".format(options.log_dir, exc.strerror or exc)) from None
+    return driver.Driver(options, os.environ).run()
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     try:
         options = args.parse(argv)
         for note in options.notes:
             print("perseusrun: note: " + note, file=sys.stderr)
+        if options.elastic:
+            return _elastic(options)
         job = planning.build(options, os.environ)
         for message in environment.variable_messages(os.environ):
             print("perseusrun: " + message, file=sys.stderr)

@@ -285,6 +285,19 @@ def _make(cfg: perseus_config.PerseusConfig, policy: Tuple[Any, ...],
           generation: int) -> Tuple[native.Engine, Tuple[str, str, int]]:
     """The engine and where its store is: (how the port was chosen, address, port)."""
     load_library()
+    from perseus.horovod_kit import elastic_worker
+    joined = elastic_worker.current()
+    if joined is not None:  # elastic perseusrun: this generation's numbers and its own store, served by perseusrun
+        if joined.size == 1:  # alone: the engine serves itself a store on a free port (it has no peer to meet)
+            return native.Engine(0, 1, 0, 1, 0, "127.0.0.1", 0), ("elastic generation {}, alone".format(
+                joined.generation), "127.0.0.1", 0)
+        try:
+            return (native.Engine(joined.rank, joined.size, joined.local_rank, joined.local_size, joined.node,
+                                  joined.store_host, joined.store_port, serve_store=False),
+                    ("elastic generation {}".format(joined.generation), joined.store_host, joined.store_port))
+        except native.EngineError as error:
+            raise PerseusWorldError("perseus cannot join generation {}'s store at {}:{}: {}".format(
+                joined.generation, joined.store_host, joined.store_port, error)) from None
     dist = _torch_dist()
     env = launch.detect()
     address = env.master_addr or os.environ.get("MASTER_ADDR")

@@ -84,6 +84,7 @@ from perseus.torch.horovod.functions import (  # noqa: F401
 )
 from perseus.torch.horovod.optimizer import DistributedOptimizer  # noqa: F401
 from perseus.torch.horovod.sync_batch_norm import SyncBatchNorm  # noqa: F401
+from perseus.torch.horovod import elastic  # noqa: F401,E402  (hvd.elastic.run, TorchState, ElasticSampler)
 
 __all__ = [
     "Adasum", "Average", "Compression", "Compressor", "DistributedOptimizer", "HorovodCollectiveError",
@@ -91,7 +92,7 @@ __all__ = [
     "Min", "NotSupportedByPerseus", "ProcessSet", "Product", "Sum", "SyncBatchNorm", "add_process_set", "allgather",
     "allgather_async", "allgather_object", "allreduce", "allreduce_", "allreduce_async", "allreduce_async_",
     "alltoall", "alltoall_async", "barrier", "broadcast", "broadcast_", "broadcast_async", "broadcast_async_",
-    "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters", "ccl_built", "cross_rank", "cross_size",
+    "broadcast_object", "broadcast_optimizer_state", "broadcast_parameters", "ccl_built", "cross_rank", "cross_size", "elastic",
     "cuda_built", "ddl_built", "global_process_set", "gloo_built", "gloo_enabled", "grouped_allgather",
     "grouped_allgather_async", "grouped_allreduce", "grouped_allreduce_", "grouped_allreduce_async",
     "grouped_allreduce_async_", "grouped_reducescatter", "grouped_reducescatter_async", "init", "is_homogeneous",

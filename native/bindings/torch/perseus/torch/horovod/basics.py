@@ -91,6 +91,9 @@ def init(comm: Optional[Any] = None, process_sets: Optional[Any] = None) -> None
         if _state.initialized and _comm.job() is not None:
             _register_sets(process_sets)
             return
+        from perseus.horovod_kit import elastic_worker
+        if elastic_worker.enabled():
+            elastic_worker.rendezvous()  # blocks until perseusrun forms the next generation; exports its numbers
         cfg = perseus_config.get()
         env = launch.detect()
         check_ports(cfg, env)
@@ -134,6 +137,14 @@ def _shutdown(agree_ports: bool) -> None:
             dist.destroy_process_group()
         _state.owns_default_group = False
         _state.initialized = False
+
+
+def shutdown_local() -> None:
+    """Leave a job whose ranks may be gone (an elastic reset): close this rank's engines without agreeing anything
+    with the others, and forget the unnamed-collective counts (the next generation's ranks start from zero)."""
+    _shutdown(agree_ports=False)
+    from perseus.torch.horovod import collectives
+    collectives.forget_names()
 
 
 def on_shutdown(callback: Any) -> None:

@@ -144,6 +144,17 @@ class _Control:
 _control = _Control()
 
 
+def forget_names() -> None:
+    """After an elastic reset: unnamed collectives are numbered from zero again, on every rank of the new
+    generation alike (a new worker has issued none), and no handle of the old generation remains."""
+    with _control.lock:
+        _control.namer.reset()
+        _control.set_namers.clear()
+        _control.rounds = 0
+    with _handles_lock:
+        _handles.clear()
+
+
 def _active(records: List[Record]) -> List[Record]:
     return [r for r in records if not r.joined]
 

@@ -122,11 +122,12 @@ def broadcast_optimizer_state(optimizer: torch.optim.Optimizer, root_rank: int, 
     `model` (Horovod: to find sparse parameters) is not needed: the whole state travels as one object.
 
     As Horovod does, an optimizer without state yet takes one local step on zero gradients first (every
-    parameter that requires a gradient gets a zero one), so that every rank has state to receive."""
+    parameter that requires a gradient gets a zero one, also one that holds a gradient: a stale gradient, e.g.
+    of a step an elastic reset interrupted, must not move the weights), so that every rank has state to receive."""
     if len(optimizer.state_dict()["state"]) == 0:
         for group in optimizer.param_groups:
             for p in group["params"]:
-                if p.requires_grad and p.grad is None:
+                if p.requires_grad:
                     p.grad = torch.zeros_like(p)
                     if isinstance(optimizer, torch.optim.SparseAdam):
                         p.grad = p.grad.to_sparse()

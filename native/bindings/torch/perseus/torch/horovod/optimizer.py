@@ -111,8 +111,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._perseus_passes = [0] * len(self._perseus_named)
         self._perseus_synchronized = False
         self._perseus_should_synchronize = True
+        self._perseus_label = "opt{}".format(next(_optimizer_numbers))
+        self._perseus_compression, self._perseus_predivide = compression, gradient_predivide_factor
         self._perseus_engine = _gradients.GradientReducer(
-            world, "opt{}".format(next(_optimizer_numbers)), [n for n, _ in self._perseus_named], cfg,
+            world, self._perseus_label, [n for n, _ in self._perseus_named], cfg,
             average=op != C.Sum, force_fp16=_force_fp16(compression), predivide=gradient_predivide_factor)
         self._perseus_digest = _plan_digest(self._perseus_named, world.policy, _force_fp16(compression))
         self._perseus_perf = PerfCheck(cfg, world, "DistributedOptimizer")
@@ -254,6 +256,18 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._perseus_synchronized = False
         if self._perseus_op != C.Adasum:  # Adasum does not use the engine
             self._perseus_engine.begin_step()
+
+    def _perseus_rebind(self) -> None:
+        """After an elastic reset (hvd.elastic.run): reduce over the job's new engine, under the same label (a new
+        worker's optimizer, made after its hvd.init(), has it too), and drop a step the lost rank interrupted."""
+        cfg = perseus_config.get()
+        world = _comm.world(cfg)
+        self._perseus_engine = _gradients.GradientReducer(
+            world, self._perseus_label, [n for n, _ in self._perseus_named], cfg, average=self._perseus_op != C.Sum,
+            force_fp16=_force_fp16(self._perseus_compression), predivide=self._perseus_predivide)
+        self._perseus_perf = PerfCheck(cfg, world, "DistributedOptimizer")
+        self._perseus_sparse_grads.clear()
+        self._perseus_next_step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         if self._perseus_engine.busy and not self._perseus_synchronized:

@@ -1,0 +1,81 @@
+"""Helpers of the elastic tests (tests/run/test_elastic*.py) and bench/elastic_bench.py: a discovery script that
+prints a file the test edits, progress of tests/run/scripts/elastic_train.py, and the reference computation that
+replays its committed steps."""
+
+import json
+import os
+import stat
+import subprocess
+import time
+from pathlib import Path
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+TRAIN = Path(__file__).resolve().parents[1] / "run" / "scripts" / "elastic_train.py"
+SAMPLES, FEATURES, LR = 48, 4, 0.05
+
+
+def discovery_script(folder: Path, hosts: Sequence[str]) -> Tuple[Path, Callable[[Sequence[str]], None]]:
+    """(the script, set_hosts): the script prints folder/hosts; set_hosts rewrites that file atomically."""
+    listing = folder / "hosts"
+
+    def set_hosts(lines: Sequence[str]) -> None:
+        partial = folder / "hosts.partial"
+        partial.write_text("".join(line + "\n" for line in lines))
+        os.replace(str(partial), str(listing))
+
+    set_hosts(hosts)
+    script = folder / "discover_hosts.sh"
+    script.write_text("#!/bin/sh\ncat {}\n".format(listing))
+    script.chmod(script.stat().st_mode | stat.S_IEXEC)
+    return script, set_hosts
+
+
+def progress(out: Path) -> Tuple[int, int]:
+    """(committed-or-not step, world size) rank 0 last wrote; (0, 0) before the first step."""
+    try:
+        step, size = (out / "progress").read_text().split()
+        return int(step), int(size)
+    except (OSError, ValueError):
+        return 0, 0
+
+
+def wait_for(condition: Callable[[], bool], what: str, timeout: float, job: Optional[subprocess.Popen] = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        if job is not None and job.poll() is not None:
+            raise AssertionError("the job ended (code {}) while waiting for {}".format(job.returncode, what))
+        time.sleep(0.05)
+    raise AssertionError("timed out after {} s waiting for {}".format(timeout, what))
+
+
+def worker_pid(out: Path, worker: str) -> int:
+    return int((out / "pid.{}".format(worker.replace(":", "_"))).read_text())
+
+
+def data() -> Tuple[np.ndarray, np.ndarray]:
+    """The training data of elastic_train.py, drawn by torch's generator there: read back from the script."""
+    import torch
+
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(SAMPLES, FEATURES, generator=g, dtype=torch.float64)
+    y = x @ torch.tensor([1.0, -2.0, 0.5, 3.0], dtype=torch.float64) + 0.1 * torch.randn(SAMPLES, generator=g, dtype=torch.float64)
+    return x.numpy(), y.numpy()
+
+
+def replay(history: List[Dict]) -> np.ndarray:
+    """The weights after the committed steps of `history`, computed by numpy: each step averages the ranks'
+    mean-squared-error gradients over their own samples, then takes one SGD step."""
+    x, y = data()
+    w = np.zeros(FEATURES)
+    for step in history:
+        grads = [2.0 * x[part].T @ (x[part] @ w - y[part]) / len(part) for part in step["parts"]]
+        w = w - LR * np.mean(grads, axis=0)
+    return w
+
+
+def result(out: Path) -> Dict:
+    return json.loads((out / "result.json").read_text())
