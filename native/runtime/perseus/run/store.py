@@ -72,7 +72,7 @@ def start() -> Tuple[Optional[StoreProcess], Optional[str]]:
 
     from perseus.engine import _library
 
-    from .supervisor import _die_with_parent
+    from .children import die_with_parent
 
     library = engine_library()
     if library is None:
@@ -81,7 +81,7 @@ def start() -> Tuple[Optional[StoreProcess], Optional[str]]:
     popen = subprocess.Popen([sys.executable, "-m", "perseus.run.store"], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True,
                              env=dict(os.environ, **{_library.LIBRARY_ENV: library}),
-                             start_new_session=True, preexec_fn=_die_with_parent)
+                             start_new_session=True, preexec_fn=die_with_parent)
     line = popen.stdout.readline().strip()  # the child answers at once: a bind on port 0 cannot wait
     if line.startswith("PORT "):
         return StoreProcess(popen, int(line[len("PORT "):])), None

@@ -6,7 +6,6 @@ ended by closing their stdin first (the remote watchdog then terminates the remo
 with its status), then by signalling the ssh client.
 """
 
-import ctypes
 import os
 import signal
 import subprocess
@@ -15,18 +14,10 @@ import threading
 import time
 from typing import BinaryIO, Dict, List, Optional
 
+from .children import die_with_parent
 from .plan import JobPlan, RankPlan
 
 POLL_SECONDS = 0.05
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Child side, before exec: SIGKILL this rank if perseusrun itself is killed (-9) and cannot clean up."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        pass
 
 
 class _Output:
@@ -90,7 +81,7 @@ class Supervisor:
         env = dict(self.environ, **r.env) if r.launch == "local" else dict(self.environ)
         popen = subprocess.Popen(r.command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                  stdin=subprocess.PIPE if r.launch == "ssh" else subprocess.DEVNULL,
-                                 start_new_session=True, preexec_fn=_die_with_parent)
+                                 start_new_session=True, preexec_fn=die_with_parent)
         return _Child(r, popen)
 
     def _attach_output(self, child: _Child) -> None:
@@ -110,7 +101,7 @@ class Supervisor:
         if self.plan.mpirun:
             # mpirun prefixes (--tag-output) and writes the log files (--output-filename) itself.
             popen = subprocess.Popen(self.plan.mpirun, env=self.environ, stdin=subprocess.DEVNULL,
-                                     start_new_session=True, preexec_fn=_die_with_parent)
+                                     start_new_session=True, preexec_fn=die_with_parent)
             self.children.append(_Child(None, popen))
         else:
             for r in self.plan.ranks:  # all processes first: preexec_fn must not run while threads exist

@@ -141,10 +141,8 @@ def _shutdown(agree_ports: bool) -> None:
 
 def shutdown_local() -> None:
     """Leave a job whose ranks may be gone (an elastic reset): close this rank's engines without agreeing anything
-    with the others, and forget the unnamed-collective counts (the next generation's ranks start from zero)."""
+    with the others."""
     _shutdown(agree_ports=False)
-    from perseus.torch.horovod import collectives
-    collectives.forget_names()
 
 
 def on_shutdown(callback: Any) -> None:

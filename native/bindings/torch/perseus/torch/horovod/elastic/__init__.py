@@ -14,7 +14,7 @@ from typing import Any, Callable
 from perseus import engine as _native
 from perseus.horovod_kit.elastic import ObjectState, State, run_fn
 from perseus.horovod_kit.errors import HorovodInternalError
-from perseus.torch.horovod import basics
+from perseus.torch.horovod import basics, collectives
 from perseus.torch.horovod.elastic.sampler import ElasticSampler
 from perseus.torch.horovod.elastic.state import TorchState
 
@@ -25,6 +25,7 @@ _LOST_RANK = (HorovodInternalError, _native.CommunicationError, _native.ShutDown
 
 def _reset() -> None:
     basics.shutdown_local()
+    collectives.forget_names()  # the next generation's ranks count unnamed collectives from zero
     basics.init()
 
 
