@@ -129,7 +129,7 @@ class DistributedTrainer(mx.gluon.Trainer):
             # last parameters first: loss.backward() returned before MXNet's engine computed the gradients,
             # and it computes the last layers' first, so those are sent while the others are computed
             _reduce_gradients(grads[::-1], names[::-1], self._perseus_compression, self._perseus_predivide,
-                              self._perseus_groups, Group(self._perseus_set))
+                              self._perseus_groups, Group(self._perseus_set, "DistributedTrainer"))
 
 
 class DistributedOptimizer(mx.optimizer.Optimizer):
@@ -174,7 +174,8 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
         grads = list(grad) if isinstance(index, (tuple, list)) else [grad]
         indices = list(index) if isinstance(index, (tuple, list)) else [index]
         _reduce_gradients(grads, ["optimizer.grad.%s" % i for i in indices], Compression.none,
-                          self.__dict__["_perseus_predivide"], self.__dict__["_perseus_groups"], Group(process_set))
+                          self.__dict__["_perseus_predivide"], self.__dict__["_perseus_groups"],
+                          Group(process_set, "DistributedOptimizer"))
 
     def update(self, index, weight, grad, state):
         # type: (Any, Any, Any, Any) -> None
