@@ -1,5 +1,7 @@
 """perseus.horovod_kit: the framework-neutral rules every binding's Horovod API shares (no framework needed)."""
 
+import json
+
 import pytest
 
 from perseus.horovod_kit import errors, naming, ops, process_sets
@@ -167,3 +169,33 @@ def test_engine_basics_before_init_and_after_a_failed_start():
     assert basics.is_initialized() is False
     basics.shutdown()  # nothing started: nothing stopped
     assert stopped == []
+
+
+def test_the_manifest_every_wheel_carries_is_read_and_checked_alike(tmp_path):
+    from perseus.horovod_kit import manifest
+
+    wheel = manifest.Wheel("perseus_mxnet", "mxnet", "mxnet_version", ("release", "version", "mxnet_version"))
+    with pytest.raises(manifest.BrokenInstallError, match=r"perseus_mxnet is incomplete: cannot read .*"
+                                                          r"build_manifest.json .*wheel for your mxnet, or run "
+                                                          r"install_AIACC-Training.sh"):
+        wheel.read_manifest(str(tmp_path))
+    (tmp_path / manifest.MANIFEST_FILE).write_text("{not json")
+    with pytest.raises(manifest.BrokenInstallError, match="perseus_mxnet is damaged: .* is not valid JSON"):
+        wheel.read_manifest(str(tmp_path))
+    (tmp_path / manifest.MANIFEST_FILE).write_text('{"release": "2.0.0"}')
+    with pytest.raises(manifest.BrokenInstallError, match="lacks version, mxnet_version; reinstall it"):
+        wheel.read_manifest(str(tmp_path))
+    built = {"release": "2.0.0", "version": "2.0.0+1.9.1", "mxnet_version": "1.9.1"}
+    (tmp_path / manifest.MANIFEST_FILE).write_text(json.dumps(built))
+    assert wheel.read_manifest(str(tmp_path)) == built
+    library = str(tmp_path / "_perseus_mxnet.so")
+    with pytest.raises(manifest.BrokenInstallError, match="_perseus_mxnet.so is missing; reinstall the perseus_mxnet"):
+        wheel.require_library(library)
+    wheel.check_embedded(dict(built), built, str(tmp_path), library)
+    with pytest.raises(manifest.BrokenInstallError, match=r"perseus_mxnet is inconsistent: .*build_manifest.json "
+                                                          r"does not describe .*built as 2.0.0\+1.8.0 for mxnet 1.8.0"):
+        wheel.check_embedded(dict(built, version="2.0.0+1.8.0", mxnet_version="1.8.0"), built, str(tmp_path), library)
+    assert "already loaded from /a; cannot load a second copy from /b" in str(wheel.second_copy("/a", "/b"))
+    assert issubclass(manifest.BuildMismatchError, ImportError) and issubclass(manifest.BrokenInstallError, ImportError)
+    assert (manifest.cuda_words("11.8"), manifest.cuda_words(None)) == ("CUDA 11.8", "CPU only")
+    assert (manifest.abi_words(True), manifest.abi_words(False)) == ("cxx11 ABI", "pre-cxx11 ABI")
