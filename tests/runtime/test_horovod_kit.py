@@ -199,3 +199,27 @@ def test_the_manifest_every_wheel_carries_is_read_and_checked_alike(tmp_path):
     assert issubclass(manifest.BuildMismatchError, ImportError) and issubclass(manifest.BrokenInstallError, ImportError)
     assert (manifest.cuda_words("11.8"), manifest.cuda_words(None)) == ("CUDA 11.8", "CPU only")
     assert (manifest.abi_words(True), manifest.abi_words(False)) == ("cxx11 ABI", "pre-cxx11 ABI")
+
+
+def test_the_self_test_skeleton_checks_the_manifest_and_fails_with_exit_1(capsys):
+    from perseus.horovod_kit.selftest import SelfTest
+
+    check = SelfTest("perseus.mxnet", "mxnet", "mxnet_version")
+    assert check.arguments([]) == (None, None) and check.arguments(["2.0.0", "1.9.1"]) == ("2.0.0", "1.9.1")
+    assert check.arguments(["--help"]) is None and check.arguments(["a", "b", "c"]) is None
+    assert "usage: python -m perseus.mxnet._selftest [RELEASE [MXNET_PUBLIC_VERSION]]" in capsys.readouterr().err
+    built = {"version": "2.0.0+1.9.1", "mxnet_version": "1.9.1"}
+    check.check_manifest(built, "1.9.1", "2.0.0", None, "2.0.0")
+    check.check_manifest(built, "1.9.1", None, None, "2.0.0")
+    failures = [
+        ((built, "1.9.0", None, None, "2.0.0"), "built for mxnet 1.9.1, running mxnet 1.9.0"),
+        ((built, "1.9.1", "2.1.0", None, "2.0.0"), "manifest says 2.0.0+1.9.1 for mxnet 1.9.1; expected 2.1.0+1.9.1"),
+        ((built, "1.9.1", "2.0.0", "1.8.0", "2.0.0"),
+         "manifest says 2.0.0+1.9.1 for mxnet 1.9.1; expected 2.0.0+1.8.0 for mxnet 1.9.1"),
+        ((built, "1.9.1", None, None, "1.5.0"), "core reports release 1.5.0, the wheel is 2.0.0+1.9.1"),
+    ]
+    for args, message in failures:
+        with pytest.raises(SystemExit) as stopped:
+            check.check_manifest(*args)
+        assert stopped.value.code == 1
+        assert capsys.readouterr().err.startswith("perseus.mxnet self-test failed: " + message)

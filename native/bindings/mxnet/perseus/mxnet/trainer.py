@@ -11,7 +11,7 @@ from typing import Any, Dict, List, Optional
 
 import mxnet as mx
 
-from . import _world, collectives
+from . import collectives
 from .compression import Compression
 from .process_sets import Group, global_process_set
 
