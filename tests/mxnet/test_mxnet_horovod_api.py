@@ -72,3 +72,4 @@ def test_basics_and_the_kits_rules_through_perseus_mxnet(mxnet_python):
                                   "mpi_threads_supported": "ValueError", "start_timeline": "NotSupportedByPerseus",
                                   "root_outside": "ValueError"}
         assert got["average_warns"] == "DeprecationWarning"
+        assert got["grouped_step"] == 1  # DistributedTrainer(num_groups=3): every gradient averaged

@@ -271,6 +271,16 @@ def basics_case():
         warnings.simplefilter("always")
         hvd.allreduce(mx.nd.ones((2,)), average=False, name="deprecated")
     out["average_warns"] = ",".join(sorted({w.category.__name__ for w in caught}))
+    # num_groups=3 over 4 gradients (the kit's split: [2, 1, 1]): each rank's own batch, so a gradient left out of
+    # every group would leave the ranks' weights apart
+    net = tiny_net(seed=1)
+    trainer = hvd.DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, num_groups=3)
+    x, y = data(r)
+    with mx.autograd.record():
+        loss = mx.gluon.loss.L2Loss()(net(x), y)
+    loss.backward()
+    trainer.step(x.shape[0])
+    out["grouped_step"] = len(set(hvd.allgather_object(digest(net.collect_params()))))
     report(**out)
 
 def nancheck_case():

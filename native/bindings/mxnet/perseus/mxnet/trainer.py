@@ -11,6 +11,8 @@ from typing import Any, Dict, List, Optional
 
 import mxnet as mx
 
+from perseus.horovod_kit.ops import split_sizes
+
 from . import collectives
 from .compression import Compression
 from .process_sets import Group, global_process_set
@@ -61,13 +63,10 @@ def _split(items, groups):
     """`items` in `groups` consecutive runs of near-equal length (Horovod's num_groups)."""
     if groups <= 0 or len(items) <= 1:
         return [items]
-    groups = min(groups, len(items))
-    base, extra = divmod(len(items), groups)
     out, start = [], 0
-    for g in range(groups):
-        stop = start + base + (1 if g < extra else 0)
-        out.append(items[start:stop])
-        start = stop
+    for count in split_sizes(len(items), min(groups, len(items))):  # the kit's split: the first ones one more
+        out.append(items[start:start + count])
+        start += count
     return out
 
 
