@@ -213,9 +213,10 @@ def test_the_self_test_skeleton_checks_the_manifest_and_fails_with_exit_1(capsys
     check.check_manifest(built, "1.9.1", None, None, "2.0.0")
     failures = [
         ((built, "1.9.0", None, None, "2.0.0"), "built for mxnet 1.9.1, running mxnet 1.9.0"),
-        ((built, "1.9.1", "2.1.0", None, "2.0.0"), "manifest says 2.0.0+1.9.1 for mxnet 1.9.1; expected 2.1.0+1.9.1"),
+        ((built, "1.9.1", "2.1.0", None, "2.0.0"),
+         "manifest says 2.0.0+1.9.1 for mxnet 1.9.1; expected release 2.1.0 for mxnet 1.9.1"),
         ((built, "1.9.1", "2.0.0", "1.8.0", "2.0.0"),
-         "manifest says 2.0.0+1.9.1 for mxnet 1.9.1; expected 2.0.0+1.8.0 for mxnet 1.9.1"),
+         "manifest says 2.0.0+1.9.1 for mxnet 1.9.1; expected release 2.0.0 for mxnet 1.8.0"),
         ((built, "1.9.1", None, None, "1.5.0"), "core reports release 1.5.0, the wheel is 2.0.0+1.9.1"),
     ]
     for args, message in failures:

@@ -37,10 +37,9 @@ class SelfTest:
         if built_for != running_version:
             self.fail("built for {0} {1}, running {0} {2}".format(self.framework, built_for, running_version))
         built_release, _, built_framework = str(manifest["version"]).partition("+")
-        if release is not None:
-            expected = "{}+{}".format(release, framework_version or built_framework)
-            if manifest["version"] != expected:
-                self.fail("manifest says {} for {} {}; expected {} for {} {}".format(
-                    manifest["version"], self.framework, built_for, expected, self.framework, running_version))
+        wanted_framework = framework_version or built_framework
+        if release is not None and (built_release, built_framework) != (release, wanted_framework):
+            self.fail("manifest says {} for {} {}; expected release {} for {} {}".format(
+                manifest["version"], self.framework, built_for, release, self.framework, wanted_framework))
         if core_release != built_release:
             self.fail("core reports release {}, the wheel is {}".format(core_release, manifest["version"]))
