@@ -34,7 +34,7 @@ def test_horovod_calls_give_numpys_results(mxnet_python):
         assert got["grouped"] == [[sum(r + 1 for r in range(size))] * 2, [10.0 * size] * 3]
         assert got["objects"] == [{"rank": r, "tag": "x" * r} for r in range(size)]
         assert got["object"] == {"from": size - 1}
-        assert "is not registered: call hvd.add_process_set" in got["process_set"], got["process_set"]
+        assert "is not a registered process set: call hvd.add_process_set" in got["process_set"], got["process_set"]
         assert got["capabilities"] == {"gloo": True, "mpi": False, "nccl": 0, "ccl": False}
     assert len({r["deferred_weight"] for r in reports}) == 1  # rank 0's initial weight on every rank
 
@@ -59,3 +59,20 @@ def test_process_sets_on_four_ranks(mxnet_python):
     # rank 0 slept 5 s before its allreduce on {0,1}: {2,3} did not wait for it
     assert reports[2]["finished_at"] < reports[0]["finished_at"] - 3.0
     assert reports[3]["sum_seconds"] < 3.0 and reports[1]["sum_seconds"] > 3.0
+
+
+def test_basics_and_the_kits_rules_through_perseus_mxnet(mxnet_python):
+    """Horovod's basics over the kit (before and after init), Horovod's exception types, and the kit's naming: a
+    process set counts its unnamed calls apart, so an unnamed job-wide call after unnamed calls on a set that not
+    every rank belongs to still pairs up (before: rank 0 named it allreduce.noname.2, rank 1 allreduce.noname.0)."""
+    reports = run_job(mxnet_python, "basics")
+    for rank, got in enumerate(reports):
+        assert got["before_init"] == "HorovodNotInitialized" and got["gloo_enabled_before"] is False
+        assert got["gloo_enabled"] is True and got["numbers"] == [2, rank, 2, rank, 1, 0]
+        assert got["after_sets"] == [3.0, 3.0] and got["after_sets_named"] == [3.0, 3.0]
+        assert got["solo"] == ([1.0, 1.0] if rank == 0 else None)
+        assert got["refused"] == {"adasum": "NotSupportedByPerseus", "both": "ValueError",
+                                  "mpi_threads_supported": "ValueError", "start_timeline": "NotSupportedByPerseus",
+                                  "root_outside": "ValueError"}
+        assert got["average_warns"] == "DeprecationWarning"
+        assert got["grouped_step"] == 1  # DistributedTrainer(num_groups=3): every gradient averaged

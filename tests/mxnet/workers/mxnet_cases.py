@@ -229,6 +229,60 @@ def process_sets_case():
     hvd.remove_process_set(low)
     report(**out)
 
+
+def basics_case():
+    """2 ranks: Horovod's basics (queries before hvd.init(), then the numbers), the kit's refusals, and unnamed
+    collectives on a set of rank 0 alone followed by unnamed collectives of the whole job."""
+    import warnings
+
+    out = {}
+    try:
+        hvd.size()
+        out["before_init"] = "accepted"
+    except ValueError as error:
+        out["before_init"] = type(error).__name__
+    out["gloo_enabled_before"] = hvd.gloo_enabled()
+    hvd.init()
+    r = hvd.rank()
+    out["gloo_enabled"] = hvd.gloo_enabled()
+    out["numbers"] = [hvd.size(), r, hvd.local_size(), hvd.local_rank(), hvd.cross_size(), hvd.cross_rank()]
+    solo = hvd.add_process_set([0])
+    out["solo"] = None
+    if solo.included():
+        out["solo"] = hvd.allreduce(mx.nd.ones((2,)), op=hvd.Sum, process_set=solo).asnumpy().tolist()
+        hvd.allreduce(mx.nd.ones((2,)), process_set=solo)
+    out["after_sets"] = hvd.allreduce(mx.nd.ones((2,)) * (r + 1), op=hvd.Sum).asnumpy().tolist()
+    out["after_sets_named"] = hvd.allreduce(mx.nd.ones((2,)) * (r + 1), op=hvd.Sum, name="n").asnumpy().tolist()
+    hvd.remove_process_set(solo)
+    refused = {}
+    calls = {"adasum": lambda: hvd.allreduce(mx.nd.ones((2,)), op=hvd.Adasum),
+             "both": lambda: hvd.allreduce(mx.nd.ones((2,)), op=hvd.Sum, average=True),
+             "mpi_threads_supported": hvd.mpi_threads_supported,
+             "start_timeline": lambda: hvd.start_timeline("/tmp/never.json"),
+             "root_outside": lambda: hvd.broadcast(mx.nd.ones((2,)), root_rank=2)}
+    for what, call in sorted(calls.items()):
+        try:
+            call()
+            refused[what] = "accepted"
+        except Exception as error:  # noqa: BLE001 - the type is what the test checks
+            refused[what] = type(error).__name__
+    out["refused"] = refused
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hvd.allreduce(mx.nd.ones((2,)), average=False, name="deprecated")
+    out["average_warns"] = ",".join(sorted({w.category.__name__ for w in caught}))
+    # num_groups=3 over 4 gradients (the kit's split: [2, 1, 1]): each rank's own batch, so a gradient left out of
+    # every group would leave the ranks' weights apart
+    net = tiny_net(seed=1)
+    trainer = hvd.DistributedTrainer(net.collect_params(), "sgd", {"learning_rate": 0.1}, num_groups=3)
+    x, y = data(r)
+    with mx.autograd.record():
+        loss = mx.gluon.loss.L2Loss()(net(x), y)
+    loss.backward()
+    trainer.step(x.shape[0])
+    out["grouped_step"] = len(set(hvd.allgather_object(digest(net.collect_params()))))
+    report(**out)
+
 def nancheck_case():
     """DistributedTrainer.step with an inf gradient on rank 1 (the NaN check's variable is set by the test)."""
     net = tiny_net(seed=1)
@@ -251,8 +305,9 @@ def nancheck_case():
 
 
 if __name__ == "__main__":
-    hvd.init()
+    if sys.argv[1] != "basics":  # it queries before hvd.init()
+        hvd.init()
     {"gluon": gluon_case, "kvstore": kvstore_case, "module": module_case, "nancheck": nancheck_case,
      "optimizer": lambda: module_case(optimizer_api=True), "horovod_api": horovod_api_case,
-     "process_sets": process_sets_case}[sys.argv[1]]()
+     "process_sets": process_sets_case, "basics": basics_case}[sys.argv[1]]()
     hvd.shutdown()

@@ -63,7 +63,7 @@ def main():
     scope = int(sys.argv[1])
     hvd.init()
     rank, size = hvd.rank(), hvd.size()
-    node = hvd._world._number("node")
+    node = hvd.cross_rank()
     x_all, head_all = global_data(size)
     mine = rows_of([rank], size)
     report = {"rank": rank, "size": size, "node": node, "local_size": hvd.local_size(), "batch": len(mine)}

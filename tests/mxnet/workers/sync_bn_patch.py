@@ -57,7 +57,7 @@ def main():
     except RuntimeError as error:
         before_init = str(error)
     hvd.init()
-    rank, size, node = hvd.rank(), hvd.size(), hvd._world._number("node")
+    rank, size, node = hvd.rank(), hvd.size(), hvd.cross_rank()
     x_all, head_all = sync_bn.global_data(size)
     mine = sync_bn.rows_of([rank], size)
     x, head = np.ascontiguousarray(x_all[mine]), np.ascontiguousarray(head_all[mine])

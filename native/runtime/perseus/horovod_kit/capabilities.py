@@ -7,14 +7,18 @@ numbers), never a transport, so mpi_built() is False; oneCCL, DDL and ROCm are n
 
 from typing import Any, Callable, Dict, List, Mapping
 
+from perseus.horovod_kit.errors import NotSupportedByPerseus
+
 
 class Capabilities:
     """The queries for one binding; `device_report` returns the engine library's device report
     (perseus.engine._device.device_report() once the binding pointed the engine handle at its library)."""
 
-    def __init__(self, device_report: Callable[[], Mapping[str, Any]], initialized: Callable[[], bool]) -> None:
+    def __init__(self, device_report: Callable[[], Mapping[str, Any]], initialized: Callable[[], bool],
+                 profile_instead: str = "perseus doctor and PERSEUS_PERF_CHECK_N_STEPS report the job") -> None:
         self._device_report = device_report
         self._initialized = initialized
+        self._profile_instead = profile_instead
 
     def _report(self) -> Mapping[str, Any]:
         try:
@@ -62,3 +66,11 @@ class Capabilities:
     def as_dict(self) -> Dict[str, Any]:
         return {name: getattr(self, name)() for name in (
             "gloo_built", "nccl_built", "cuda_built", "mpi_built", "rocm_built", "ddl_built", "ccl_built")}
+
+    def start_timeline(self, file_path: str, mark_cycles: bool = False) -> None:
+        raise NotSupportedByPerseus("hvd.start_timeline({!r}): perseus writes no Horovod timeline; {}".format(
+            file_path, self._profile_instead))
+
+    def stop_timeline(self) -> None:
+        raise NotSupportedByPerseus("hvd.stop_timeline(): perseus writes no Horovod timeline; {}".format(
+            self._profile_instead))

@@ -114,3 +114,63 @@ def member_set(process_set: Any, api: str) -> Optional[ProcessSet]:
 def check_global(process_set: Any, api: str) -> None:
     """A collective's `process_set=`: the global set or a registered set this rank belongs to (ValueError else)."""
     member_set(process_set, api)
+
+
+# The life of a registered set, the same in every binding; the binding supplies what opens and closes the set's
+# handle (its engine over the members, perseus.engine.groups.subgroup_engine).
+
+def add(process_set: Any, job_size: int, open_handle: Callable[[List[int], int], Any]) -> ProcessSet:
+    """hvd.add_process_set: `process_set` (a ProcessSet or a list of global ranks) registered with the handle
+    `open_handle(ranks, set_id)` returns (None on a rank outside the set). Collective over all ranks, called in
+    the same order everywhere (the ids then agree)."""
+    from perseus.engine.groups import normalise_ranks
+
+    ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
+    if ps.ranks is None:
+        raise ValueError("hvd.add_process_set: the global process set is always there; pass a subset of the ranks")
+    if ps.process_set_id is not None:
+        raise ValueError("hvd.add_process_set: {!r} is registered already".format(ps))
+    ps.ranks = normalise_ranks(ps.ranks, job_size)
+    set_id = reserve(ps.ranks)
+    return register(ps, set_id, open_handle(ps.ranks, set_id))
+
+
+def _close(process_set: ProcessSet, close_handle: Callable[[Any], None]) -> None:
+    handle, process_set.handle = process_set.handle, None
+    if handle is not None:
+        close_handle(handle)
+
+
+def remove(process_set: Any, close_handle: Callable[[Any], None]) -> bool:
+    """hvd.remove_process_set (collective): the set forgotten, its handle closed; False if it was not registered."""
+    found = unregister(process_set)
+    if found is None:
+        return False
+    _close(found, close_handle)
+    return True
+
+
+def remove_all(close_handle: Callable[[Any], None]) -> None:
+    """hvd.shutdown(): every registered set forgotten and its handle closed, before the job's engine."""
+    for process_set in unregister_all():
+        _close(process_set, close_handle)
+
+
+def add_at_init(process_sets: Any, add_one: Callable[[Any], ProcessSet]) -> None:
+    """hvd.init(process_sets=...): each set (a ProcessSet or a rank list) added now; "dynamic" or None: none."""
+    if process_sets is None or process_sets == "dynamic":
+        return
+    for process_set in process_sets:
+        add_one(process_set)
+
+
+def root_index(member: Optional[ProcessSet], root_rank: int, job_size: int, api: str) -> int:
+    """A collective's root_rank (a global rank, as in Horovod) as the set it runs on numbers it: unchanged on the
+    global set (`member` None), its index among the set's ranks otherwise; ValueError when it is not a member."""
+    if member is None or member.ranks is None:
+        if not 0 <= root_rank < job_size:
+            raise ValueError("{}: root_rank={} is not a rank of this {}-rank job".format(api, root_rank, job_size))
+        return root_rank
+    if root_rank not in member.ranks:
+        raise ValueError("{}: root_rank={} is not in the process set {}".format(api, root_rank, member.ranks))
+    return member.ranks.index(root_rank)

@@ -17,22 +17,16 @@ import sys
 import threading
 from typing import Any, Dict, List, Optional
 
-MANIFEST_FILE = "build_manifest.json"
+from perseus.horovod_kit.manifest import (INSTALLER, MANIFEST_FILE, BrokenInstallError,  # noqa: F401
+                                          BuildMismatchError, Wheel, cuda_words)
+
 LIBRARY_FILE = "_perseus_mxnet.so"
-INSTALLER = "install_AIACC-Training.sh"
-_REQUIRED = ("release", "version", "mxnet_version", "mxnet_cuda", "python_tag", "compiler")
+WHEEL = Wheel("perseus_mxnet", "mxnet", "mxnet_version",
+              ("release", "version", "mxnet_version", "mxnet_cuda", "python_tag", "compiler"))
 
 _lock = threading.Lock()
 _library = None  # type: Optional[ctypes.CDLL]
 _loaded_from = None  # type: Optional[str]
-
-
-class BuildMismatchError(ImportError):
-    """perseus_mxnet was built for another mxnet build than the running one."""
-
-
-class BrokenInstallError(ImportError):
-    """The perseus_mxnet files are missing or inconsistent."""
 
 
 def package_dir():
@@ -54,20 +48,7 @@ def library_path(directory=None):
 
 def read_manifest(directory=None):
     # type: (Optional[str]) -> Dict[str, Any]
-    path = os.path.join(directory or package_dir(), MANIFEST_FILE)
-    try:
-        with open(path) as handle:
-            manifest = json.load(handle)
-    except (IOError, OSError) as error:
-        raise BrokenInstallError("perseus_mxnet is incomplete: cannot read %s (%s); reinstall the perseus_mxnet "
-                                 "wheel for your mxnet, or run %s" % (path, error, INSTALLER))
-    except ValueError as error:
-        raise BrokenInstallError("perseus_mxnet is damaged: %s is not valid JSON (%s); reinstall the "
-                                 "perseus_mxnet wheel for your mxnet, or run %s" % (path, error, INSTALLER))
-    missing = [key for key in _REQUIRED if key not in manifest]
-    if missing:
-        raise BrokenInstallError("perseus_mxnet is damaged: %s lacks %s; reinstall it" % (path, ", ".join(missing)))
-    return manifest
+    return WHEEL.read_manifest(directory or package_dir())
 
 
 def _running_cuda(mx):
@@ -96,11 +77,6 @@ def running_environment():
             "python_tag": "cp%d%d" % sys.version_info[:2]}
 
 
-def _cuda_words(cuda):
-    # type: (Optional[str]) -> str
-    return "CUDA %s" % cuda if cuda else "CPU only"
-
-
 def _distribution(cuda):
     # type: (Optional[str]) -> str
     return "mxnet-cu%s" % cuda.replace(".", "") if cuda else "mxnet"
@@ -114,8 +90,8 @@ def mismatches(manifest, running):
         found.append("mxnet %s (built) vs %s (installed)" % (manifest["mxnet_version"], running["mxnet_version"]))
     if (manifest["mxnet_cuda"] or None) != (running["mxnet_cuda"] or None):
         found.append("%s (built, %s) vs %s (installed)" % (
-            _cuda_words(manifest["mxnet_cuda"]), _distribution(manifest["mxnet_cuda"]),
-            _cuda_words(running["mxnet_cuda"])))
+            cuda_words(manifest["mxnet_cuda"]), _distribution(manifest["mxnet_cuda"]),
+            cuda_words(running["mxnet_cuda"])))
     if manifest["python_tag"] not in ("py3", running["python_tag"]):
         found.append("Python %s (built) vs %s (running)" % (manifest["python_tag"], running["python_tag"]))
     return found
@@ -128,9 +104,9 @@ def mismatch_message(manifest, running, found):
             "perseus_mxnet %s+%s built for %s (the wheel of the same release for your mxnet), or run %s, "
             "which picks the matching wheel."
             % (manifest["version"], _distribution(manifest["mxnet_cuda"]), manifest["mxnet_version"],
-               _cuda_words(manifest["mxnet_cuda"]), _distribution(running["mxnet_cuda"]),
-               running["mxnet_version"], _cuda_words(running["mxnet_cuda"]), "; ".join(found),
-               manifest["release"], public, _cuda_words(running["mxnet_cuda"]), INSTALLER))
+               cuda_words(manifest["mxnet_cuda"]), _distribution(running["mxnet_cuda"]),
+               running["mxnet_version"], cuda_words(running["mxnet_cuda"]), "; ".join(found),
+               manifest["release"], public, cuda_words(running["mxnet_cuda"]), INSTALLER))
 
 
 def check_manifest(manifest, running=None):
@@ -169,23 +145,16 @@ def load(directory=None):
     with _lock:
         if _library is not None:
             if directory is not None and os.path.abspath(directory) != _loaded_from:
-                raise BrokenInstallError("perseus_mxnet is already loaded from %s; cannot load a second copy from %s"
-                                         % (_loaded_from, directory))
+                raise WHEEL.second_copy(str(_loaded_from), directory)
             return _library
         manifest = read_manifest(directory)
         check_manifest(manifest)
         path = library_path(directory)
-        if not os.path.isfile(path):
-            raise BrokenInstallError("perseus_mxnet is incomplete: %s is missing; reinstall the perseus_mxnet wheel"
-                                     % path)
+        WHEEL.require_library(path)
         lib = ctypes.CDLL(path)
         _declare(lib)
-        embedded = json.loads(lib.perseus_mxnet_build_manifest().decode())
-        if embedded != manifest:
-            raise BrokenInstallError(
-                "perseus_mxnet is inconsistent: %s does not describe %s (the library was built as %s for mxnet %s); "
-                "reinstall the perseus_mxnet wheel" % (os.path.join(directory or package_dir(), MANIFEST_FILE), path,
-                                                      embedded.get("version"), embedded.get("mxnet_version")))
+        WHEEL.check_embedded(json.loads(lib.perseus_mxnet_build_manifest().decode()), manifest,
+                             directory or package_dir(), path)
         _library, _loaded_from = lib, os.path.dirname(os.path.abspath(path))
         return lib
 

@@ -12,28 +12,21 @@ exit 1 otherwise.
 
 import sys
 
+from perseus.horovod_kit.selftest import SelfTest
 
-def _fail(text):
-    sys.stderr.write("perseus.mxnet self-test failed: " + text + "\n")
-    raise SystemExit(1)
+SELFTEST = SelfTest("perseus.mxnet", "mxnet", "mxnet_version")
+_fail = SELFTEST.fail
 
 
 def _check_manifest(lib, mx, release, framework_version):
     from perseus.mxnet import _native
 
     manifest = _native.build_manifest()
-    if manifest["mxnet_version"] != mx.__version__:
-        _fail("built for mxnet %s, running mxnet %s" % (manifest["mxnet_version"], mx.__version__))
-    built_release, _, built_framework = manifest["version"].partition("+")
-    if release is not None:
-        expected = "%s+%s" % (release, framework_version or built_framework)
-        if manifest["version"] != expected:
-            _fail("manifest says %s; expected %s" % (manifest["version"], expected))
+    SELFTEST.check_manifest(manifest, mx.__version__, release, framework_version,
+                            lib.perseus_mxnet_core_version().decode())
     major, minor, patch = (int(p) for p in mx.__version__.split("+")[0].split(".")[:3])
     if lib.perseus_mxnet_header_version() != major * 10000 + minor * 100 + patch:
         _fail("compiled against mxnet headers %d, running mxnet %s" % (lib.perseus_mxnet_header_version(), mx.__version__))
-    if lib.perseus_mxnet_core_version().decode() != built_release:
-        _fail("core reports release %s, the wheel is %s" % (lib.perseus_mxnet_core_version().decode(), manifest["version"]))
     return manifest
 
 
@@ -67,12 +60,10 @@ def _check_engine(np):
 
 
 def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) > 2 or any(a.startswith("-") for a in args):
-        sys.stderr.write("usage: python -m perseus.mxnet._selftest [RELEASE [MXNET_PUBLIC_VERSION]]\n")
+    arguments = SELFTEST.arguments(argv)
+    if arguments is None:
         return 2
-    release = args[0] if args else None
-    framework_version = args[1] if len(args) > 1 else None
+    release, framework_version = arguments
     import mxnet as mx
     import numpy as np
     import perseus

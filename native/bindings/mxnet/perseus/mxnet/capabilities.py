@@ -1,65 +1,28 @@
-"""Horovod's capability queries, answered for perseus.mxnet: what carries its collectives (the engine's Gloo,
-on the host), what it was built with, and the Horovod features it does not offer (each says so)."""
-from . import _native
+"""Horovod's capability queries for perseus.mxnet: the kit's answers (perseus.horovod_kit.capabilities), told
+what this binding's collectives use. NDArrays are reduced on the host over the engine's Gloo, so NCCL never
+carries them (nccl_built() is 0); cuda_built() says whether this wheel was built for a CUDA build of MXNet."""
+from typing import Any, Dict
+
+from perseus.horovod_kit.capabilities import Capabilities
+
+from . import _native, _world
 
 
-def gloo_built():
-    # type: () -> bool
-    return True  # the engine carries every collective over Gloo (shared memory inside a node)
+def _host_collectives():
+    # type: () -> Dict[str, Any]
+    return {"built": bool(_native.read_manifest().get("mxnet_cuda")), "nccl_version": 0}
 
 
-def gloo_enabled():
-    # type: () -> bool
-    return True
-
-
-def mpi_built():
-    # type: () -> bool
-    return False  # mpirun can start a job (the bootstrap plugins), but no collective runs over MPI
-
-
-def mpi_enabled():
-    # type: () -> bool
-    return False
-
-
-def mpi_threads_supported():
-    # type: () -> bool
-    return False
-
-
-def nccl_built():
-    # type: () -> int
-    return 0  # perseus.mxnet reduces NDArrays on the host: no NCCL
-
-
-def ddl_built():
-    # type: () -> bool
-    return False
-
-
-def ccl_built():
-    # type: () -> bool
-    return False
-
-
-def rocm_built():
-    # type: () -> bool
-    return False
-
-
-def cuda_built():
-    # type: () -> bool
-    """Whether this wheel was built for a CUDA build of MXNet (its build manifest)."""
-    return bool(_native.read_manifest().get("mxnet_cuda"))
-
-
-def start_timeline(file_path, mark_cycles=False):
-    # type: (str, bool) -> None
-    raise NotImplementedError("not supported: Horovod's timeline in perseus.mxnet (%s); perseus doctor and "
-                              "PERSEUS_PERF_CHECK_N_STEPS report the job instead" % file_path)
-
-
-def stop_timeline():
-    # type: () -> None
-    raise NotImplementedError("not supported: Horovod's timeline in perseus.mxnet")
+_capabilities = Capabilities(_host_collectives, _world.is_initialized)
+gloo_built = _capabilities.gloo_built
+gloo_enabled = _capabilities.gloo_enabled
+mpi_built = _capabilities.mpi_built
+mpi_enabled = _capabilities.mpi_enabled
+mpi_threads_supported = _capabilities.mpi_threads_supported
+nccl_built = _capabilities.nccl_built
+ddl_built = _capabilities.ddl_built
+ccl_built = _capabilities.ccl_built
+rocm_built = _capabilities.rocm_built
+cuda_built = _capabilities.cuda_built
+start_timeline = _capabilities.start_timeline
+stop_timeline = _capabilities.stop_timeline

@@ -9,45 +9,41 @@ rows; alltoall is an allgather of every rank's tensor and splits (size times the
 Every rank must call the same collectives; unnamed ones are named by their kind and call count, so they must be
 called in the same order on every rank (as in Horovod).
 """
-import itertools
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import numpy as np
 
-from perseus.horovod_kit.ops import split_sizes
+from perseus.horovod_kit import ops as _ops
+from perseus.horovod_kit.errors import NotSupportedByPerseus
+from perseus.horovod_kit.naming import Namer
+from perseus.horovod_kit.ops import OP_NAMES, Adasum, Average, Max, Min, Product, Sum, split_sizes
 
 from . import _world
 from .process_sets import Group, global_process_set
 
-# Horovod's reduction operators
-Average, Sum, Adasum, Min, Max, Product = 0, 1, 2, 3, 4, 5
-_OP_NAMES = {Average: "Average", Sum: "Sum", Adasum: "Adasum", Min: "Min", Max: "Max", Product: "Product"}
-
 _FLOATS = ("float16", "float32", "float64")
 _ENGINE_DTYPES = _FLOATS + ("int32", "int64", "uint8")
 _WIDENED = {"float32": "float64", "int8": "int32"}  # exact sums; int8 has no engine dtype
-_counters = {}  # type: Dict[str, Iterator[int]]
+# Horovod's MXNet names: a given name qualified by the kind ("allreduce.<name>"); a process set counts its own
+_namer = Namer(qualify_given=True)
 
 
-def _name(kind, name):
-    # type: (str, Optional[str]) -> str
-    if name is not None:
-        return "%s.%s" % (kind, name)
-    counter = _counters.setdefault(kind, itertools.count())
-    return "%s.noname.%d" % (kind, next(counter))
+def _name(kind, name, group):
+    # type: (str, Optional[str], Group) -> str
+    return _namer.name(kind, name, group.scope)
+
+
+def _group_names(kind, name, count, group):
+    # type: (str, Optional[str], int, Group) -> List[str]
+    return _namer.names(kind, name, count, group.scope)
 
 
 def _reduction(op, average):
     # type: (Optional[int], Optional[bool]) -> int
-    """Horovod's rule: `average` is the deprecated spelling of op (both given is an error); neither means Average."""
-    if op is not None and average is not None:
-        raise ValueError("op and average are mutually exclusive: pass op=hvd.Sum or hvd.Average only")
-    if op is None:
-        return Sum if average is False else Average
-    if op not in _OP_NAMES:
-        raise ValueError("unknown reduction op %r: one of hvd.Average, hvd.Sum, hvd.Min, hvd.Max, hvd.Product" % (op,))
+    """The kit's rule (op=, or the deprecated average=; neither: Average); Adasum is not offered here."""
+    op = _ops.resolve_op(op, average)
     if op == Adasum:
-        raise NotImplementedError("not supported: op=hvd.Adasum in perseus.mxnet (use hvd.Average or hvd.Sum)")
+        raise NotSupportedByPerseus("not supported: op=hvd.Adasum in perseus.mxnet (use hvd.Average or hvd.Sum)")
     return op
 
 
@@ -76,16 +72,20 @@ def assign(tensor, host):
     return tensor
 
 
+def _math_dtype(dtype):
+    # type: (np.dtype) -> Any
+    """The dtype a tensor's scaling and averaging run in (the kit's rule; NDArrays are scaled on the host)."""
+    kind = _ops.scale_kind(dtype.name not in _FLOATS, dtype.name == "float16", on_host=True)
+    return {_ops.SCALE_IN_FLOAT64: np.float64, _ops.SCALE_IN_FLOAT32: np.float32}.get(kind, dtype.type)
+
+
 def scale(host, factor):
     # type: (np.ndarray, float) -> np.ndarray
-    """Horovod's pre/post scaling on the host: integers in float64 then cast back, float16 in float32."""
+    """Horovod's pre/post scaling: integers in float64 then cast back (toward zero), float16 in float32."""
     if factor == 1.0:
         return host
-    kind = host.dtype.name
-    if kind in _FLOATS:
-        math = np.float32 if kind == "float16" else host.dtype.type
-        return (host.astype(math) * math(factor)).astype(host.dtype)
-    return (host.astype(np.float64) * factor).astype(host.dtype)
+    math = _math_dtype(host.dtype)
+    return (host.astype(math) * math(factor)).astype(host.dtype)
 
 
 def _sum_host(host, name, group):
@@ -99,16 +99,14 @@ def _sum_host(host, name, group):
 
 def _divide(host, count):
     # type: (np.ndarray, int) -> np.ndarray
-    if host.dtype.name in _FLOATS:
-        math = np.float32 if host.dtype.name == "float16" else host.dtype.type
-        return (host.astype(math) / math(count)).astype(host.dtype)
-    return np.trunc(host / count).astype(host.dtype)  # integers: toward zero
+    """Average's division, exact as Horovod's: in the scaling dtype, integers cast back toward zero."""
+    math = _math_dtype(host.dtype)
+    return (host.astype(math) / math(count)).astype(host.dtype)
 
 
-def reduce_host(host, op, name, prescale_factor=1.0, postscale_factor=1.0, group=None):
-    # type: (np.ndarray, int, str, float, float, Optional[Group]) -> np.ndarray
-    """A new host array: `op` over the group's ranks (default: all) of `host` (Horovod's semantics, exact)."""
-    group = group or Group(None)
+def reduce_host(host, op, name, prescale_factor, postscale_factor, group):
+    # type: (np.ndarray, int, str, float, float, Group) -> np.ndarray
+    """A new host array: `op` over the group's ranks of `host` (Horovod's semantics, exact)."""
     host = scale(host, prescale_factor)
     if op in (Sum, Average):
         out = _sum_host(host, name, group)
@@ -120,50 +118,52 @@ def reduce_host(host, op, name, prescale_factor=1.0, postscale_factor=1.0, group
     return scale(np.asarray(out).reshape(host.shape), postscale_factor)
 
 
+def _allreduce_host(tensor, average, name, prescale_factor, postscale_factor, process_set, op):
+    # type: (Any, Optional[bool], Optional[str], float, float, Any, Optional[int]) -> np.ndarray
+    host, reduction = to_host(tensor), _reduction(op, average)
+    group = Group(process_set, "hvd.allreduce")
+    return reduce_host(host, reduction, _name("allreduce", name, group), prescale_factor, postscale_factor, group)
+
+
 def allreduce(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
               process_set=global_process_set, op=None):
     # type: (Any, Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> Any
     """A new NDArray: `op` (default Average) of `tensor` over all ranks."""
-    reduced = reduce_host(to_host(tensor), _reduction(op, average), _name("allreduce", name), prescale_factor,
-                          postscale_factor, Group(process_set))
-    return from_host(reduced, tensor)
+    return from_host(_allreduce_host(tensor, average, name, prescale_factor, postscale_factor, process_set, op),
+                     tensor)
 
 
 def allreduce_(tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
                process_set=global_process_set, op=None):
     # type: (Any, Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> Any
     """In place: `tensor` becomes `op` (default Average) over all ranks; returns it."""
-    reduced = reduce_host(to_host(tensor), _reduction(op, average), _name("allreduce", name), prescale_factor,
-                          postscale_factor, Group(process_set))
-    return assign(tensor, reduced)
+    return assign(tensor, _allreduce_host(tensor, average, name, prescale_factor, postscale_factor, process_set, op))
 
 
-def _group_names(kind, name, count):
-    # type: (str, Optional[str], int) -> List[str]
-    base = _name(kind, name)
-    return ["%s.%d" % (base, i) for i in range(count)]
+def _grouped_allreduce_hosts(tensors, average, name, prescale_factor, postscale_factor, process_set, op):
+    # type: (Sequence[Any], Optional[bool], Optional[str], float, float, Any, Optional[int]) -> List[np.ndarray]
+    reduction, group = _reduction(op, average), Group(process_set, "hvd.grouped_allreduce")
+    return [reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor, group)
+            for t, n in zip(tensors, _group_names("grouped_allreduce", name, len(tensors), group))]
 
 
 def grouped_allreduce(tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
                       process_set=global_process_set, op=None):
     # type: (Sequence[Any], Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> List[Any]
-    group, reduction = Group(process_set), _reduction(op, average)
-    return [from_host(reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor, group), t)
-            for t, n in zip(tensors, _group_names("grouped_allreduce", name, len(tensors)))]
+    hosts = _grouped_allreduce_hosts(tensors, average, name, prescale_factor, postscale_factor, process_set, op)
+    return [from_host(h, t) for h, t in zip(hosts, tensors)]
 
 
 def grouped_allreduce_(tensors, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
                        process_set=global_process_set, op=None):
     # type: (Sequence[Any], Optional[bool], Optional[str], int, float, float, Any, Optional[int]) -> List[Any]
-    group, reduction = Group(process_set), _reduction(op, average)
-    return [assign(t, reduce_host(to_host(t), reduction, n, prescale_factor, postscale_factor, group))
-            for t, n in zip(tensors, _group_names("grouped_allreduce", name, len(tensors)))]
+    hosts = _grouped_allreduce_hosts(tensors, average, name, prescale_factor, postscale_factor, process_set, op)
+    return [assign(t, h) for h, t in zip(hosts, tensors)]
 
 
-def broadcast_host(host, root_rank, name, group=None):
-    # type: (np.ndarray, int, str, Optional[Group]) -> np.ndarray
-    """In place from `root_rank` (a global rank) over the group's ranks (default: all)."""
-    group = group or Group(None)
+def broadcast_host(host, root_rank, name, group):
+    # type: (np.ndarray, int, str, Group) -> np.ndarray
+    """In place from `root_rank` (a global rank) over the group's ranks."""
     root = group.root(root_rank)
     wire = host if host.ndim else host.reshape(1)  # a view: 0-d as (1,)
     wire = wire.view(np.uint8) if host.dtype.name not in _ENGINE_DTYPES else wire
@@ -171,23 +171,26 @@ def broadcast_host(host, root_rank, name, group=None):
     return host
 
 
+def _broadcast_host(tensor, root_rank, name, process_set):
+    # type: (Any, int, Optional[str], Any) -> np.ndarray
+    host, group = to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), Group(process_set, "hvd.broadcast")
+    return broadcast_host(host, root_rank, _name("broadcast", name, group), group)
+
+
 def broadcast(tensor, root_rank, name=None, priority=0, process_set=global_process_set):
     # type: (Any, int, Optional[str], int, Any) -> Any
     """A new NDArray holding root_rank's `tensor`."""
-    return from_host(broadcast_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), root_rank,
-                                    _name("broadcast", name), Group(process_set)), tensor)
+    return from_host(_broadcast_host(tensor, root_rank, name, process_set), tensor)
 
 
 def broadcast_(tensor, root_rank, name=None, priority=0, process_set=global_process_set):
     # type: (Any, int, Optional[str], int, Any) -> Any
     """In place: `tensor` becomes root_rank's; returns it."""
-    return assign(tensor, broadcast_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), root_rank,
-                                         _name("broadcast", name), Group(process_set)))
+    return assign(tensor, _broadcast_host(tensor, root_rank, name, process_set))
 
 
-def allgather_host(host, name, group=None):
-    # type: (np.ndarray, str, Optional[Group]) -> np.ndarray
-    group = group or Group(None)
+def allgather_host(host, name, group):
+    # type: (np.ndarray, str, Group) -> np.ndarray
     if host.ndim == 0:
         raise ValueError("allgather needs at least one dimension (it concatenates along the first)")
     wire = host.view(np.uint8).reshape(host.shape[:1] + (-1,)) if host.dtype.name not in _ENGINE_DTYPES else host
@@ -198,15 +201,15 @@ def allgather_host(host, name, group=None):
 def allgather(tensor, name=None, priority=0, process_set=global_process_set):
     # type: (Any, Optional[str], int, Any) -> Any
     """The ranks' tensors concatenated along the first dimension (its size may differ by rank)."""
-    return from_host(allgather_host(to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), _name("allgather", name),
-                                    Group(process_set)), tensor)
+    host, group = to_host(tensor, _ENGINE_DTYPES + ("int8", "bool")), Group(process_set, "hvd.allgather")
+    return from_host(allgather_host(host, _name("allgather", name, group), group), tensor)
 
 
 def grouped_allgather(tensors, name=None, priority=0, process_set=global_process_set):
     # type: (Sequence[Any], Optional[str], int, Any) -> List[Any]
-    group = Group(process_set)
+    group = Group(process_set, "hvd.grouped_allgather")
     return [from_host(allgather_host(to_host(t, _ENGINE_DTYPES + ("int8", "bool")), n, group), t)
-            for t, n in zip(tensors, _group_names("grouped_allgather", name, len(tensors)))]
+            for t, n in zip(tensors, _group_names("grouped_allgather", name, len(tensors), group))]
 
 
 def _agree(kind, name, fields, group):
@@ -227,9 +230,9 @@ def alltoall(tensor, splits=None, name=None, priority=0, process_set=global_proc
     dimension is cut into equal parts and only the received NDArray is returned (Horovod's forms)."""
     import mxnet as mx
 
-    group = Group(process_set)
+    group = Group(process_set, "hvd.alltoall")
     size = group.size
-    name = _name("alltoall", name)
+    name = _name("alltoall", name, group)
     host = to_host(tensor, _ENGINE_DTYPES + ("int8", "bool"))
     if host.ndim == 0:
         raise ValueError("alltoall needs at least one dimension (it splits along the first)")
@@ -284,14 +287,15 @@ def reducescatter(tensor, op=Average, name=None, priority=0, process_set=global_
                   postscale_factor=1.0):
     # type: (Any, int, Optional[str], int, Any, float, float) -> Any
     """`op` (Sum or Average) over all ranks, of which this rank gets its part of the first dimension."""
-    return _reducescatter_one(tensor, op, _name("reducescatter", name), prescale_factor, postscale_factor,
-                              Group(process_set))
+    group = Group(process_set, "hvd.reducescatter")
+    return _reducescatter_one(tensor, op, _name("reducescatter", name, group), prescale_factor, postscale_factor,
+                              group)
 
 
 def _reducescatter_one(tensor, op, name, prescale_factor, postscale_factor, group):
     # type: (Any, int, str, float, float, Group) -> Any
     if op not in (Sum, Average):
-        raise ValueError("reducescatter supports op=hvd.Sum or hvd.Average, not %s" % _OP_NAMES.get(op, op))
+        raise ValueError("reducescatter supports op=hvd.Sum or hvd.Average, not %s" % OP_NAMES.get(op, op))
     host = to_host(tensor)
     if host.ndim == 0:
         raise ValueError("reducescatter needs at least one dimension (it scatters along the first)")
@@ -305,9 +309,9 @@ def _reducescatter_one(tensor, op, name, prescale_factor, postscale_factor, grou
 def grouped_reducescatter(tensors, op=Average, name=None, priority=0, process_set=global_process_set, prescale_factor=1.0,
                           postscale_factor=1.0):
     # type: (Sequence[Any], int, Optional[str], int, Any, float, float) -> List[Any]
-    group = Group(process_set)
+    group = Group(process_set, "hvd.grouped_reducescatter")
     return [_reducescatter_one(t, op, n, prescale_factor, postscale_factor, group)
-            for t, n in zip(tensors, _group_names("grouped_reducescatter", name, len(tensors)))]
+            for t, n in zip(tensors, _group_names("grouped_reducescatter", name, len(tensors), group))]
 
 
 def gradient_sum_host(host, name):
@@ -317,14 +321,13 @@ def gradient_sum_host(host, name):
     return host
 
 
-def _gradient_allreduce_(tensors, average, names, group=None):
-    # type: (Sequence[Any], bool, Sequence[str], Optional[Group]) -> None
+def _gradient_allreduce_(tensors, average, names, group):
+    # type: (Sequence[Any], bool, Sequence[str], Group) -> None
     """The gradient path (DistributedTrainer, DistributedOptimizer): in place, under the engine's wire policy
     (fp32 as fp16 on the wire with the gradient scale unless PERSEUS_ALLREDUCE_DTYPE says otherwise). Each is
     submitted as soon as its own value exists (asnumpy waits for that array only): while MXNet's engine still
     computes the later ones (a backward pass in flight), the earlier ones are already on the wire; those
     submitted within one negotiation cycle are fused."""
-    group = group or Group(None)
     eng = group.engine
     hosts = []  # type: List[np.ndarray]
     handles = []

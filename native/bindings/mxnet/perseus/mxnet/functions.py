@@ -12,8 +12,8 @@ from .process_sets import Group, global_process_set
 def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set):
     # type: (Any, int, Optional[str], Any) -> Any
     """root_rank's `obj` on every rank (anything pickle can carry)."""
-    group = Group(process_set)
-    name = collectives._name("broadcast_object", name)
+    group = Group(process_set, "hvd.broadcast_object")
+    name = collectives._name("broadcast_object", name, group)
     root = _world.rank() == root_rank
     payload = np.frombuffer(bytearray(pickle.dumps(obj)), dtype=np.uint8) if root else np.zeros(0, np.uint8)
     length = np.asarray([payload.size], dtype=np.int64)
@@ -26,8 +26,8 @@ def broadcast_object(obj, root_rank=0, name=None, process_set=global_process_set
 def allgather_object(obj, name=None, process_set=global_process_set):
     # type: (Any, Optional[str], Any) -> List[Any]
     """Every rank's `obj`, in rank order."""
-    group = Group(process_set)
-    name = collectives._name("allgather_object", name)
+    group = Group(process_set, "hvd.allgather_object")
+    name = collectives._name("allgather_object", name, group)
     payload = np.frombuffer(bytearray(pickle.dumps(obj)), dtype=np.uint8)
     lengths = collectives.allgather_host(np.asarray([payload.size], dtype=np.int64), name + ".lengths", group)
     data = collectives.allgather_host(np.ascontiguousarray(payload), name + ".data", group)

@@ -14,6 +14,7 @@ import mxnet as mx
 import numpy as np
 
 from . import _world, collectives
+from .process_sets import Group
 
 TYPE = "dist_sync_perseus"
 
@@ -145,7 +146,8 @@ class PerseusKVStore(mx.kvstore.KVStoreBase):
         # type: (Any, np.ndarray, str) -> np.ndarray
         if op == PerseusOp.Sum:
             return collectives.gradient_sum_host(local, "kv.push.%s" % (key,))
-        gathered = collectives.allgather_host(local.reshape((1,) + local.shape), "kv.push.%s.%s" % (op, key))
+        gathered = collectives.allgather_host(local.reshape((1,) + local.shape), "kv.push.%s.%s" % (op, key),
+                                              Group(None, "dist_sync_perseus push"))
         return (gathered.max(axis=0) if op == PerseusOp.Max else gathered.min(axis=0)).astype(local.dtype)
 
     def pull(self, key, out=None, priority=0, ignore_sparse=True):

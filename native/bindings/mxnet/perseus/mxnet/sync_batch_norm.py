@@ -62,7 +62,7 @@ class _SyncBatchNormOp(mx.operator.CustomOp):
 
     def _node(self):
         # type: () -> float
-        return float(_world._number("node"))
+        return float(_world.cross_rank())
 
     def forward(self, is_train, req, in_data, out_data, aux):
         # type: (bool, List[str], List[Any], List[Any], List[Any]) -> None

@@ -11,7 +11,9 @@ from typing import Any, Dict, List, Optional
 
 import mxnet as mx
 
-from . import _world, collectives
+from perseus.horovod_kit.ops import split_sizes
+
+from . import collectives
 from .compression import Compression
 from .process_sets import Group, global_process_set
 
@@ -61,13 +63,10 @@ def _split(items, groups):
     """`items` in `groups` consecutive runs of near-equal length (Horovod's num_groups)."""
     if groups <= 0 or len(items) <= 1:
         return [items]
-    groups = min(groups, len(items))
-    base, extra = divmod(len(items), groups)
     out, start = [], 0
-    for g in range(groups):
-        stop = start + base + (1 if g < extra else 0)
-        out.append(items[start:stop])
-        start = stop
+    for count in split_sizes(len(items), min(groups, len(items))):  # the kit's split: the first ones one more
+        out.append(items[start:start + count])
+        start += count
     return out
 
 
@@ -129,7 +128,7 @@ class DistributedTrainer(mx.gluon.Trainer):
             # last parameters first: loss.backward() returned before MXNet's engine computed the gradients,
             # and it computes the last layers' first, so those are sent while the others are computed
             _reduce_gradients(grads[::-1], names[::-1], self._perseus_compression, self._perseus_predivide,
-                              self._perseus_groups, Group(self._perseus_set))
+                              self._perseus_groups, Group(self._perseus_set, "DistributedTrainer"))
 
 
 class DistributedOptimizer(mx.optimizer.Optimizer):
@@ -174,7 +173,8 @@ class DistributedOptimizer(mx.optimizer.Optimizer):
         grads = list(grad) if isinstance(index, (tuple, list)) else [grad]
         indices = list(index) if isinstance(index, (tuple, list)) else [index]
         _reduce_gradients(grads, ["optimizer.grad.%s" % i for i in indices], Compression.none,
-                          self.__dict__["_perseus_predivide"], self.__dict__["_perseus_groups"], Group(process_set))
+                          self.__dict__["_perseus_predivide"], self.__dict__["_perseus_groups"],
+                          Group(process_set, "DistributedOptimizer"))
 
     def update(self, index, weight, grad, state):
         # type: (Any, Any, Any, Any) -> None

@@ -15,20 +15,15 @@ import sys
 import threading
 from typing import Any, Dict, List, Optional
 
-MANIFEST_FILE = "build_manifest.json"
+from perseus.horovod_kit.manifest import (INSTALLER, MANIFEST_FILE, BrokenInstallError,  # noqa: F401
+                                          BuildMismatchError, Wheel, abi_words, cuda_words)
+
 LIBRARY_FILE = "_perseus_ops.so"
-INSTALLER = "install_AIACC-Training.sh"
+WHEEL = Wheel("perseus_torch", "torch", "torch_version",
+              ("release", "version", "torch_version", "torch_cuda", "cxx11_abi", "python_tag"))
 
 _lock = threading.Lock()
 _loaded_from = None  # type: Optional[str]
-
-
-class BuildMismatchError(ImportError):
-    """perseus_torch was built for another torch / CUDA / C++ ABI / Python than the running one."""
-
-
-class BrokenInstallError(ImportError):
-    """The perseus_torch files are missing or inconsistent."""
 
 
 def package_dir():
@@ -38,23 +33,7 @@ def package_dir():
 
 def read_manifest(directory=None):
     # type: (Optional[str]) -> Dict[str, Any]
-    path = os.path.join(directory or package_dir(), MANIFEST_FILE)
-    try:
-        with open(path) as handle:
-            manifest = json.load(handle)
-    except (IOError, OSError) as error:
-        raise BrokenInstallError(
-            "perseus_torch is incomplete: cannot read %s (%s); reinstall the perseus_torch wheel "
-            "for your torch, or run %s" % (path, error, INSTALLER))
-    except ValueError as error:
-        raise BrokenInstallError(
-            "perseus_torch is damaged: %s is not valid JSON (%s); reinstall the perseus_torch wheel "
-            "for your torch, or run %s" % (path, error, INSTALLER))
-    missing = [key for key in ("release", "version", "torch_version", "torch_cuda", "cxx11_abi", "python_tag")
-               if key not in manifest]
-    if missing:
-        raise BrokenInstallError("perseus_torch is damaged: %s lacks %s; reinstall it" % (path, ", ".join(missing)))
-    return manifest
+    return WHEEL.read_manifest(directory or package_dir())
 
 
 def running_environment():
@@ -70,16 +49,6 @@ def running_environment():
     }
 
 
-def _cuda_words(cuda):
-    # type: (Optional[str]) -> str
-    return "CUDA %s" % cuda if cuda else "CPU only"
-
-
-def _abi_words(flag):
-    # type: (bool) -> str
-    return "cxx11 ABI" if flag else "pre-cxx11 ABI"
-
-
 def mismatches(manifest, running):
     # type: (Dict[str, Any], Dict[str, Any]) -> List[str]
     """Each difference between the build and the running environment, in words."""
@@ -87,11 +56,11 @@ def mismatches(manifest, running):
     if manifest["torch_version"] != running["torch_version"]:
         found.append("torch %s (built) vs %s (installed)" % (manifest["torch_version"], running["torch_version"]))
     if (manifest["torch_cuda"] or None) != (running["torch_cuda"] or None):
-        found.append("%s (built) vs %s (installed)" % (_cuda_words(manifest["torch_cuda"]),
-                                                       _cuda_words(running["torch_cuda"])))
+        found.append("%s (built) vs %s (installed)" % (cuda_words(manifest["torch_cuda"]),
+                                                       cuda_words(running["torch_cuda"])))
     if bool(manifest["cxx11_abi"]) != bool(running["cxx11_abi"]):
-        found.append("%s (built) vs %s (installed torch)" % (_abi_words(manifest["cxx11_abi"]),
-                                                             _abi_words(running["cxx11_abi"])))
+        found.append("%s (built) vs %s (installed torch)" % (abi_words(manifest["cxx11_abi"]),
+                                                             abi_words(running["cxx11_abi"])))
     if manifest["python_tag"] not in ("py3", running["python_tag"]):
         found.append("Python %s (built) vs %s (running)" % (manifest["python_tag"], running["python_tag"]))
     return found
@@ -104,11 +73,11 @@ def mismatch_message(manifest, running, found):
         "perseus_torch %s was built for torch %s (%s, %s, %s) but torch %s (%s, %s, %s) is installed: %s. "
         "Install perseus_torch %s+%s built for %s and %s (the wheel of the same release for your torch), "
         "or run %s, which picks the matching wheel."
-        % (manifest["version"], manifest["torch_version"], _cuda_words(manifest["torch_cuda"]),
-           _abi_words(manifest["cxx11_abi"]), manifest["python_tag"],
-           running["torch_version"], _cuda_words(running["torch_cuda"]), _abi_words(running["cxx11_abi"]),
+        % (manifest["version"], manifest["torch_version"], cuda_words(manifest["torch_cuda"]),
+           abi_words(manifest["cxx11_abi"]), manifest["python_tag"],
+           running["torch_version"], cuda_words(running["torch_cuda"]), abi_words(running["cxx11_abi"]),
            running["python_tag"], "; ".join(found),
-           manifest["release"], public, _cuda_words(running["torch_cuda"]), running["python_tag"], INSTALLER))
+           manifest["release"], public, cuda_words(running["torch_cuda"]), running["python_tag"], INSTALLER))
 
 
 def check_manifest(manifest, running=None):
@@ -131,21 +100,12 @@ def load(directory=None):
             manifest = read_manifest(directory)
             check_manifest(manifest)
             library = os.path.join(directory, LIBRARY_FILE)
-            if not os.path.isfile(library):
-                raise BrokenInstallError(
-                    "perseus_torch is incomplete: %s is missing; reinstall the perseus_torch wheel" % library)
+            WHEEL.require_library(library)
             torch.ops.load_library(library)
-            embedded = json.loads(torch.ops.perseus.build_manifest())
-            if embedded != manifest:
-                raise BrokenInstallError(
-                    "perseus_torch is inconsistent: %s does not describe %s (the library was built as %s for "
-                    "torch %s); reinstall the perseus_torch wheel"
-                    % (os.path.join(directory, MANIFEST_FILE), library, embedded.get("version"),
-                       embedded.get("torch_version")))
+            WHEEL.check_embedded(json.loads(torch.ops.perseus.build_manifest()), manifest, directory, library)
             _loaded_from = directory
         elif os.path.abspath(directory) != _loaded_from:
-            raise BrokenInstallError("perseus ops already loaded from %s; cannot load a second copy from %s"
-                                     % (_loaded_from, directory))
+            raise WHEEL.second_copy(_loaded_from, directory)
     return torch.ops.perseus
 
 

@@ -13,24 +13,15 @@ and exit 1 otherwise. Python 3.6 syntax: it runs under every interpreter a cell 
 import json
 import sys
 
+from perseus.horovod_kit.selftest import SelfTest
 
-def _fail(text):
-    sys.stderr.write("perseus.torch self-test failed: " + text + "\n")
-    raise SystemExit(1)
+SELFTEST = SelfTest("perseus.torch", "torch", "torch_version")
+_fail = SELFTEST.fail
 
 
 def _check_manifest(ops, torch, release, framework_version):
     manifest = json.loads(ops.build_manifest())
-    if manifest["torch_version"] != torch.__version__:
-        _fail("built for torch %s, running torch %s" % (manifest["torch_version"], torch.__version__))
-    built_release, _, built_framework = manifest["version"].partition("+")
-    if release is not None:
-        expected = "%s+%s" % (release, framework_version or built_framework)
-        if manifest["version"] != expected:
-            _fail("manifest says %s for torch %s; expected %s for torch %s"
-                  % (manifest["version"], manifest["torch_version"], expected, torch.__version__))
-    if ops.core_version() != built_release:
-        _fail("core reports release %s, the wheel is %s" % (ops.core_version(), manifest["version"]))
+    SELFTEST.check_manifest(manifest, torch.__version__, release, framework_version, ops.core_version())
     return manifest
 
 
@@ -50,12 +41,10 @@ def _check_compress(ops, torch, scale):
 
 
 def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) > 2 or any(a.startswith("-") for a in args):
-        sys.stderr.write("usage: python -m perseus.torch._selftest [RELEASE [TORCH_PUBLIC_VERSION]]\n")
+    arguments = SELFTEST.arguments(argv)
+    if arguments is None:
         return 2
-    release = args[0] if args else None
-    framework_version = args[1] if len(args) > 1 else None
+    release, framework_version = arguments
     import perseus
     import perseus.torch  # noqa: F401
     import torch

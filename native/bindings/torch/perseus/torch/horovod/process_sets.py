@@ -21,47 +21,35 @@ from perseus.torch.horovod import _joined
 def add_process_set(process_set: Any) -> ProcessSet:
     """Registers a set (a ProcessSet or a list of global ranks) on every rank: collective over all ranks, in the
     same order everywhere. Returns the registered ProcessSet."""
-    from perseus.engine.groups import normalise_ranks, subgroup_engine
+    from perseus.engine.groups import subgroup_engine
 
     job = _joined.world()
-    ps = process_set if isinstance(process_set, ProcessSet) else ProcessSet(process_set)
-    if ps.ranks is None:
-        raise ValueError("hvd.add_process_set: the global process set is always there; pass a subset of the ranks")
-    if ps.process_set_id is not None:
-        raise ValueError("hvd.add_process_set: {!r} is registered already".format(ps))
-    ps.ranks = normalise_ranks(ps.ranks, job.size)
-    set_id = _kit.reserve(ps.ranks)
-    engine = subgroup_engine(job.engine, ps.ranks, "torch.{}".format(set_id),
-                             master_addr=os.environ.get("MASTER_ADDR", ""))
-    world = _comm.World(engine, job.policy, job.generation) if engine is not None else None
-    return _kit.register(ps, set_id, world)
+
+    def open_world(ranks: List[int], set_id: int) -> Any:
+        engine = subgroup_engine(job.engine, ranks, "torch.{}".format(set_id),
+                                 master_addr=os.environ.get("MASTER_ADDR", ""))
+        return _comm.World(engine, job.policy, job.generation) if engine is not None else None
+
+    return _kit.add(process_set, job.size, open_world)
+
+
+def _close_world(world: Any) -> None:
+    world.close()
 
 
 def remove_process_set(process_set: Any) -> bool:
     """Unregisters a set on every rank (collective); its members close its engine. False if it was not registered."""
-    found = _kit.unregister(process_set)
-    if found is None:
-        return False
-    world, found.handle = found.handle, None
-    if world is not None:
-        world.close()
-    return True
+    return _kit.remove(process_set, _close_world)
 
 
 def register_at_init(process_sets: Any) -> None:
     """hvd.init(process_sets=...): a list of sets (or rank lists) registered now; "dynamic" needs nothing here."""
-    if process_sets is None or process_sets == "dynamic":
-        return
-    for ps in process_sets:
-        add_process_set(ps)
+    _kit.add_at_init(process_sets, add_process_set)
 
 
 def close_all() -> None:
     """hvd.shutdown(): every registered set's engine is closed before the job's."""
-    for ps in _kit.unregister_all():
-        world, ps.handle = ps.handle, None
-        if world is not None:
-            world.close()
+    _kit.remove_all(_close_world)
 
 
 def scope(process_set: Any, api: str) -> _comm.using:
@@ -97,7 +85,4 @@ def set_root(root_rank: int, api: str) -> int:
     found = _kit.registered_with(world)
     if found is None or found.ranks is None:
         raise ValueError("{}: the world in use belongs to no registered process set".format(api))
-    members: List[int] = list(found.ranks)
-    if root_rank not in members:
-        raise ValueError("{}: root_rank={} is not in the process set {}".format(api, root_rank, members))
-    return members.index(root_rank)
+    return _kit.root_index(found, root_rank, len(found.ranks), api)
