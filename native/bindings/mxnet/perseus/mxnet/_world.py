@@ -1,41 +1,12 @@
-"""The process's place in the job and its engine: Horovod's basics (perseus.horovod_kit.basics) over the engine
-linked into this wheel's library, which the operator of perseus-mxnet-sync-bn.patch shares. PERSEUS_* set its
-wire policy (fp16 on the wire with the gradient scale by default, PERSEUS_ALLREDUCE_DTYPE=1 for fp32)."""
+"""hvd.init / hvd.shutdown of perseus.mxnet: the job (_job.py) and the process sets registered with it; the rank
+numbers and the engine are _job's, named here too."""
 from typing import Any
 
 from perseus.horovod_kit import process_sets as _sets
-from perseus.horovod_kit.basics import EngineBasics
 
-from . import _engine, _native
-
-
-def _start():
-    # type: () -> Any
-    from perseus import engine
-
-    _engine.use_binding_engine()
-    handle = engine.Engine.from_environment()
-    # the operator of perseus-mxnet-sync-bn.patch (a patched libmxnet) exchanges through this engine
-    _native.load().perseus_mxnet_set_engine(handle._ptr())
-    return handle
-
-
-def _stop(handle):
-    # type: (Any) -> None
-    _native.load().perseus_mxnet_set_engine(None)
-    handle.close()
-
-
-_basics = EngineBasics(_start, _stop)
-is_initialized = _basics.is_initialized
-engine = _basics.engine
-size = _basics.size
-rank = _basics.rank
-local_size = _basics.local_size
-local_rank = _basics.local_rank
-cross_size = _basics.cross_size
-cross_rank = _basics.cross_rank
-_sets.bind_queries(size, rank)
+from . import process_sets as _process_sets
+from ._job import (_basics, cross_rank, cross_size, engine, is_initialized, local_rank, local_size,  # noqa: F401
+                   rank, size)
 
 
 def init(comm=None, process_sets=None):
@@ -47,15 +18,11 @@ def init(comm=None, process_sets=None):
         raise NotImplementedError("not supported: hvd.init(comm=...) (an MPI communicator); perseus.mxnet runs every "
                                   "rank the launcher started: use process sets for subsets")
     _basics.init()
-    from .process_sets import add_process_set
-
-    _sets.add_at_init(process_sets, add_process_set)
+    _sets.add_at_init(process_sets, _process_sets.add_process_set)
 
 
 def shutdown():
     # type: () -> None
     """Leaves the job (every rank must call it); init() may be called again afterwards."""
-    from .process_sets import close_all
-
-    close_all()
+    _process_sets.close_all()
     _basics.shutdown()

@@ -15,7 +15,7 @@ from typing import Any, List, Optional
 from perseus.horovod_kit import process_sets as _kit
 from perseus.horovod_kit.process_sets import ProcessSet, global_process_set  # noqa: F401 (perseus.mxnet's names)
 
-from . import _world
+from . import _job as _world
 
 
 def _open_engine(ranks, set_id):
