@@ -12,6 +12,8 @@ import pytest
 from run_helpers import BASE_ENV, PERSEUSRUN, PYTHON, SCRIPTS
 from support import elastic as E
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 IDLE = str(SCRIPTS / "elastic_idle.py")
 HOSTS4 = ["127.0.0.1:1", "127.0.0.2:1", "127.0.0.3:1", "127.0.0.4:1"]
 

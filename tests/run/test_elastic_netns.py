@@ -16,7 +16,7 @@ from run_helpers import BASE_ENV, PERSEUSRUN, PYTHON
 from support import elastic as E
 
 reason = netns_helpers.missing_requirements()
-pytestmark = pytest.mark.skipif(bool(reason), reason=reason or "ok")
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(bool(reason), reason=reason or "ok")]
 
 
 def test_remote_worker_killed_then_host_back_after_cooldown(tmp_path):
