@@ -34,7 +34,7 @@ def free_ports(n: int) -> List[int]:
 
 
 def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args: Sequence[str] = (),
-            python: str = sys.executable) -> List[Dict]:
+            python: str = sys.executable, worker: Path = WORKER) -> List[Dict]:
     """The worker's REPORTs of a 2-rank job, launched by the perseusrun next to `python`."""
     master, store = free_ports(2)
     env = {k: v for k, v in os.environ.items()
@@ -43,7 +43,7 @@ def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args
                 "TF_CPP_MIN_LOG_LEVEL": "3"})
     env.update(extra_env or {})
     perseusrun = str(Path(python).with_name("perseusrun"))
-    command = [perseusrun] + (["--mpi"] if mpi else []) + ["-np", "2", "--", str(python), str(WORKER), case, *args]
+    command = [perseusrun] + (["--mpi"] if mpi else []) + ["-np", "2", "--", str(python), str(worker), case, *args]
     proc = subprocess.run(command, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
