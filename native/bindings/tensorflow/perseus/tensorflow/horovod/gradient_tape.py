@@ -1,15 +1,20 @@
 """hvd.DistributedGradientTape: tape.gradient() returns the gradients allreduced over every rank."""
 from typing import Any, List, Optional
 
-from .collectives import Average, allreduce
+from .collectives import Average, gradient_allreduce, global_process_set
 from .compression import Compression, Compressor
+from .process_sets import check_registered
 
 
 def allreduce_gradients(grads: List[Any], compression: Compressor, op: Any, sparse_as_dense: bool,
-                        prefix: str) -> List[Any]:
-    """Each gradient (None stays None) allreduced under a name from its position: the same on every rank."""
+                        prefix: str, process_set: Any = global_process_set) -> List[Any]:
+    """Each gradient (None stays None) allreduced over the process set's ranks under a name from its position
+    (the same on every rank), under the engine's wire policy (gradient_allreduce). A rank outside the set keeps
+    its own gradients, as in Horovod."""
     import tensorflow as tf
 
+    if process_set is not None and not process_set.included():
+        return list(grads)
     out = []
     for index, grad in enumerate(grads):
         if grad is None:
@@ -17,7 +22,7 @@ def allreduce_gradients(grads: List[Any], compression: Compressor, op: Any, spar
             continue
         if sparse_as_dense and isinstance(grad, tf.IndexedSlices):
             grad = tf.convert_to_tensor(grad)
-        out.append(allreduce(grad, compression=compression, op=op, name="%s.%d" % (prefix, index)))
+        out.append(gradient_allreduce(grad, compression, op, "%s.%d" % (prefix, index), process_set))
     return out
 
 
@@ -25,8 +30,9 @@ class _DistributedGradientTape:
     """Wraps a tf.GradientTape: everything is the tape's, except gradient()."""
 
     def __init__(self, tape: Any, compression: Compressor, op: Any, sparse_as_dense: bool,
-                 scale_local_gradients: bool = True) -> None:
+                 scale_local_gradients: bool = True, process_set: Any = global_process_set) -> None:
         self._tape = tape
+        self._process_set = process_set if process_set is not None else global_process_set
         self._compression = compression
         self._op = op
         self._sparse_as_dense = sparse_as_dense
@@ -54,13 +60,14 @@ class _DistributedGradientTape:
         grads = self._tape.gradient(target, sources, output_gradients, **kwargs)
         flat = tf.nest.flatten(grads, expand_composites=False)
         if not self._local_sources:
-            reduced = allreduce_gradients(flat, self._compression, self._op, self._sparse_as_dense, "tape.grad")
+            reduced = allreduce_gradients(flat, self._compression, self._op, self._sparse_as_dense, "tape.grad",
+                                          self._process_set)
             return tf.nest.pack_sequence_as(grads, reduced)
         flat_sources = tf.nest.flatten(sources, expand_composites=False)
         local = [(s.ref() if hasattr(s, "ref") else id(s)) in self._local_sources for s in flat_sources]
         shared = allreduce_gradients([g for g, is_local in zip(flat, local) if not is_local], self._compression,
-                                     self._op, self._sparse_as_dense, "tape.grad")
-        from . import basics
+                                     self._op, self._sparse_as_dense, "tape.grad", self._process_set)
+        size = self._process_set.size() if self._process_set.included() else 1
 
         out, shared_iter = [], iter(shared)
         for grad, is_local in zip(flat, local):
@@ -69,9 +76,9 @@ class _DistributedGradientTape:
             elif grad is None or not self._scale_local:
                 out.append(grad)
             elif isinstance(grad, tf.IndexedSlices):
-                out.append(tf.IndexedSlices(grad.values / basics.size(), grad.indices, grad.dense_shape))
+                out.append(tf.IndexedSlices(grad.values / size, grad.indices, grad.dense_shape))
             else:
-                out.append(grad / basics.size())
+                out.append(grad / size)
         return tf.nest.pack_sequence_as(grads, out)
 
 
@@ -79,13 +86,12 @@ def DistributedGradientTape(gradtape: Any, device_dense: str = "", device_sparse
                             compression: Compressor = Compression.none, sparse_as_dense: bool = False,
                             op: Any = Average, gradient_predivide_factor: float = 1.0, num_groups: int = 0,
                             groups: Any = None, process_set: Any = None, scale_local_gradients: bool = True) -> Any:
-    """A tape whose gradient() averages (op=hvd.Average) or sums the gradients over every rank."""
-    from .collectives import _require_global
-
-    _require_global(process_set)
+    """A tape whose gradient() averages (op=hvd.Average) or sums the gradients over the ranks of `process_set`
+    (every rank by default; a rank outside the set keeps its own)."""
+    check_registered(process_set, "hvd.DistributedGradientTape")
     if gradient_predivide_factor != 1.0:
         raise NotImplementedError("not supported yet: gradient_predivide_factor in perseus.tensorflow.horovod")
-    return _DistributedGradientTape(gradtape, compression, op, sparse_as_dense, scale_local_gradients)
+    return _DistributedGradientTape(gradtape, compression, op, sparse_as_dense, scale_local_gradients, process_set)
 
 
 def local_layer_list(local_layers: Any) -> list:
