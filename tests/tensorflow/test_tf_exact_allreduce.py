@@ -39,6 +39,15 @@ def test_public_allreduce_of_float32_and_float64_is_exact(reports):
         assert f32(r["reducescatter"]).tolist() == [exact_sum.reshape(2, 3)[r["rank"]].tolist()]
 
 
+def test_gradient_predivide_factor_splits_the_average(reports):
+    """Factor 2 on both ranks' gradient [5000, 1.5]: the average comes back (through the fp16 wire, where 2 x
+    5000 x the gradient scale 10 would not fit undivided); op=Sum with a factor is Horovod's ValueError."""
+    for r in reports:
+        for got in (r["predivide_grad"], [-v for v in r["predivide_weight"]]):
+            assert np.allclose(got, [5000.0, 1.5], rtol=2e-3), got
+        assert all("gradient_predivide_factor not supported with op != Average" in m for m in r["predivide_refused"])
+
+
 def test_gradient_paths_keep_the_fp16_wire(reports):
     exact_average = (f32(GRADS[0]) + f32(GRADS[1])) / np.float32(2)
     elements = len(GRADS[0])

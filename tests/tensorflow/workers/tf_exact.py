@@ -7,7 +7,10 @@ gradients travel as fp16), it reports
     the engine put on the wire meanwhile;
   - one DistributedGradientTape step and one hvd.keras.DistributedOptimizer step (Compression.none): the
     averaged gradient / the updated weight, and the float16 bytes they put on the wire (the gradient paths
-    keep the wire policy).
+    keep the wire policy);
+  - gradient_predivide_factor: a tape and a Keras optimizer step with factor 2 on gradients of 5000 (x the
+    gradient scale 10, the sum of two ranks exceeds fp16's range unless divided first), and the ValueError
+    for op=Sum.
 """
 import json
 import os
@@ -67,6 +70,27 @@ def keras_step(rank: int) -> dict:
     return {"keras_weight": w.numpy().tolist(), "keras_fp16_bytes": fp16_bytes() - before}
 
 
+def predivide(rank: int) -> dict:
+    big = [5000.0, 1.5]
+    w = tf.Variable(tf.zeros([2]))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_sum(w * tf.constant(big))
+    grad = hvd.DistributedGradientTape(tape, gradient_predivide_factor=2.0).gradient(loss, [w])[0]
+    v = tf.Variable(tf.zeros([2]))
+    opt = hvd.keras.DistributedOptimizer(tf.keras.optimizers.SGD(learning_rate=1.0), gradient_predivide_factor=2.0)
+    opt.apply_gradients([(tf.constant(big), v)])
+    refused = []
+    for make in (lambda: hvd.DistributedGradientTape(tf.GradientTape(), op=hvd.Sum, gradient_predivide_factor=2.0),
+                 lambda: hvd.DistributedOptimizer(tf.keras.optimizers.SGD(), op=hvd.Sum, gradient_predivide_factor=2.0)):
+        try:
+            make()
+            refused.append("accepted")
+        except ValueError as error:
+            refused.append(str(error))
+    return {"predivide_grad": grad.numpy().tolist(), "predivide_weight": v.numpy().tolist(),
+            "predivide_refused": refused}
+
+
 def main() -> int:
     hvd.init()
     rank = hvd.rank()
@@ -74,6 +98,7 @@ def main() -> int:
     report.update(public_collectives(rank))
     report.update(tape_step(rank))
     report.update(keras_step(rank))
+    report.update(predivide(rank))
     print("REPORT " + json.dumps(report), flush=True)
     hvd.shutdown()
     return 0

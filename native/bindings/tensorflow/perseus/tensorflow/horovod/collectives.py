@@ -94,7 +94,8 @@ def _refuse(full_name: str, error: BaseException, group: Optional[Group] = None)
     raise error
 
 
-def _check_dtype(tensor: Any, allowed: Sequence[Any], full_name: str, call: Any, group: Optional[Group] = None) -> None:
+def _check_dtype(tensor: Any, allowed: Sequence[Any], full_name: str, call: Any,
+                 group: Optional[Group] = None) -> None:
     """A dtype outside Horovod's set: negotiated, then TensorFlow's own op-definition error (`call` runs the op)."""
     if tensor.dtype.base_dtype not in allowed:
         _meet_refusal(full_name, group)
@@ -236,11 +237,13 @@ def allreduce(tensor: Any, average: Optional[bool] = None, device_dense: str = "
 
 
 def gradient_allreduce(tensor: Any, compression: Compressor, op: Any, name: str,
-                       process_set: Any = global_process_set) -> Any:
+                       process_set: Any = global_process_set, prescale_factor: float = 1.0,
+                       postscale_factor: float = 1.0) -> Any:
     """The gradient paths' allreduce (DistributedGradientTape, the DistributedOptimizers): as allreduce, except
     that float32 travels under the engine's wire policy (fp16 with the gradient scale when
     PERSEUS_ALLREDUCE_DTYPE=0, the default; fp32 with =1)."""
-    return _allreduce_api(tensor, _op_word(op, None), compression, 1.0, 1.0, name, process_set, exact=False)
+    return _allreduce_api(tensor, _op_word(op, None), compression, prescale_factor, postscale_factor, name,
+                          process_set, exact=False)
 
 
 def grouped_allreduce(tensors: Sequence[Any], average: Optional[bool] = None, device_dense: str = "",

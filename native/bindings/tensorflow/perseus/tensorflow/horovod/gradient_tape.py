@@ -6,13 +6,25 @@ from .compression import Compression, Compressor
 from .process_sets import check_registered
 
 
+def predivide_check(gradient_predivide_factor: float, op: Any) -> None:
+    """Horovod's rule: gradient_predivide_factor splits an average only (ValueError otherwise)."""
+    if gradient_predivide_factor != 1.0 and op != Average:
+        raise ValueError("gradient_predivide_factor not supported with op != Average (got op=%r, "
+                         "gradient_predivide_factor=%r)" % (op, gradient_predivide_factor))
+    if gradient_predivide_factor <= 0:
+        raise ValueError("gradient_predivide_factor must be > 0, not %r" % (gradient_predivide_factor,))
+
+
 def allreduce_gradients(grads: List[Any], compression: Compressor, op: Any, sparse_as_dense: bool,
-                        prefix: str, process_set: Any = global_process_set) -> List[Any]:
+                        prefix: str, process_set: Any = global_process_set,
+                        gradient_predivide_factor: float = 1.0) -> List[Any]:
     """Each gradient (None stays None) allreduced over the process set's ranks under a name from its position
     (the same on every rank), under the engine's wire policy (gradient_allreduce). A rank outside the set keeps
-    its own gradients, as in Horovod."""
+    its own gradients, as in Horovod. gradient_predivide_factor f (op Average only): each gradient is multiplied
+    by 1/f before the sum and the average by f after it, as Horovod splits the average."""
     import tensorflow as tf
 
+    predivide_check(gradient_predivide_factor, op)
     if process_set is not None and not process_set.included():
         return list(grads)
     out = []
@@ -22,7 +34,8 @@ def allreduce_gradients(grads: List[Any], compression: Compressor, op: Any, spar
             continue
         if sparse_as_dense and isinstance(grad, tf.IndexedSlices):
             grad = tf.convert_to_tensor(grad)
-        out.append(gradient_allreduce(grad, compression, op, "%s.%d" % (prefix, index), process_set))
+        out.append(gradient_allreduce(grad, compression, op, "%s.%d" % (prefix, index), process_set,
+                                      1.0 / gradient_predivide_factor, gradient_predivide_factor))
     return out
 
 
@@ -30,8 +43,10 @@ class _DistributedGradientTape:
     """Wraps a tf.GradientTape: everything is the tape's, except gradient()."""
 
     def __init__(self, tape: Any, compression: Compressor, op: Any, sparse_as_dense: bool,
-                 scale_local_gradients: bool = True, process_set: Any = global_process_set) -> None:
+                 scale_local_gradients: bool = True, process_set: Any = global_process_set,
+                 gradient_predivide_factor: float = 1.0) -> None:
         self._tape = tape
+        self._predivide = gradient_predivide_factor
         self._process_set = process_set if process_set is not None else global_process_set
         self._compression = compression
         self._op = op
@@ -61,12 +76,13 @@ class _DistributedGradientTape:
         flat = tf.nest.flatten(grads, expand_composites=False)
         if not self._local_sources:
             reduced = allreduce_gradients(flat, self._compression, self._op, self._sparse_as_dense, "tape.grad",
-                                          self._process_set)
+                                          self._process_set, self._predivide)
             return tf.nest.pack_sequence_as(grads, reduced)
         flat_sources = tf.nest.flatten(sources, expand_composites=False)
         local = [(s.ref() if hasattr(s, "ref") else id(s)) in self._local_sources for s in flat_sources]
         shared = allreduce_gradients([g for g, is_local in zip(flat, local) if not is_local], self._compression,
-                                     self._op, self._sparse_as_dense, "tape.grad", self._process_set)
+                                     self._op, self._sparse_as_dense, "tape.grad", self._process_set,
+                                     self._predivide)
         size = self._process_set.size() if self._process_set.included() else 1
 
         out, shared_iter = [], iter(shared)
@@ -89,9 +105,9 @@ def DistributedGradientTape(gradtape: Any, device_dense: str = "", device_sparse
     """A tape whose gradient() averages (op=hvd.Average) or sums the gradients over the ranks of `process_set`
     (every rank by default; a rank outside the set keeps its own)."""
     check_registered(process_set, "hvd.DistributedGradientTape")
-    if gradient_predivide_factor != 1.0:
-        raise NotImplementedError("not supported yet: gradient_predivide_factor in perseus.tensorflow.horovod")
-    return _DistributedGradientTape(gradtape, compression, op, sparse_as_dense, scale_local_gradients, process_set)
+    predivide_check(gradient_predivide_factor, op)
+    return _DistributedGradientTape(gradtape, compression, op, sparse_as_dense, scale_local_gradients, process_set,
+                                    gradient_predivide_factor)
 
 
 def local_layer_list(local_layers: Any) -> list:
