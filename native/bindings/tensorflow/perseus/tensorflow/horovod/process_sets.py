@@ -118,11 +118,34 @@ class Group:
         return "" if self.id == 0 else "@ps{}".format(self.id)
 
 
+class _JobGroup(Group):
+    """The global set: every rank of the job, its numbers read when asked (before hvd.init() an op on it fails
+    in its kernel, naming hvd.init())."""
+
+    def __init__(self) -> None:
+        self.id, self.members = 0, None
+
+    @property
+    def rank(self) -> int:  # type: ignore[override]
+        return basics.rank()
+
+    @property
+    def size(self) -> int:  # type: ignore[override]
+        return basics.size()
+
+    @property
+    def engine(self) -> Any:  # type: ignore[override]
+        return basics._engine_handle
+
+
+_JOB = _JobGroup()
+
+
 def group_of(process_set: Any, api: str) -> Group:
     """The group a collective with `process_set=` runs on. A set that is not registered: ValueError; a
     registered set this rank is not a member of: tf.errors.InvalidArgumentError, as Horovod's ops raise."""
     if _kit.is_global(process_set):
-        return Group(0, basics.rank(), basics.size(), None, basics._engine_handle)
+        return _JOB
     if not isinstance(process_set, ProcessSet) or process_set.process_set_id is None or \
             _kit.lookup(process_set.process_set_id) is not process_set:
         raise ValueError("{}: {!r} is not a registered process set: call hvd.add_process_set(...) on every rank "
