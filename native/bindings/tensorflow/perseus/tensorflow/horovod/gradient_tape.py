@@ -1,4 +1,5 @@
-"""hvd.DistributedGradientTape: tape.gradient() returns the gradients allreduced over every rank."""
+"""hvd.DistributedGradientTape: tape.gradient() returns the gradients allreduced over the ranks of its process set
+(every rank by default), under the engine's wire policy."""
 from typing import Any, List, Optional
 
 from .collectives import Average, gradient_allreduce, global_process_set
