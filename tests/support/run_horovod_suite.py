@@ -12,6 +12,7 @@ Prints collected / passed / failed / skipped and the failures with each rank's f
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,17 @@ def _outcomes(report: Path) -> Dict[str, Dict[str, str]]:
     return found
 
 
+def _free_ports(count: int) -> List[int]:
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for s in sockets:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
 def main(argv: List[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("test_file")
@@ -56,6 +68,9 @@ def main(argv: List[str]) -> int:
         # (TensorFlow: the installed perseus_tensorflow wheel; its package does not merge with the sources)
         env["PYTHONPATH"] = os.pathsep.join(paths + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         env["PERSEUS_CHANGE_HVD_ALLGATHER"] = env.get("PERSEUS_CHANGE_HVD_ALLGATHER", "1")
+        # free ports unless the caller chose them: two suites at once must not both take the default 6666
+        if "MASTER_PORT" not in env and "PERSEUS_MASTER_PORT" not in env:
+            env["MASTER_PORT"], env["PERSEUS_MASTER_PORT"] = (str(p) for p in _free_ports(2))
         pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN",
                       str(test_file), "--junitxml", os.path.join(tmp, "rank$RANK.xml")]
         if args.k:

@@ -36,8 +36,8 @@ def free_ports(n: int) -> List[int]:
 
 
 def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args: Sequence[str] = (),
-            python: str = sys.executable) -> List[Dict]:
-    """The worker's REPORTs of a 2-rank job, launched by the perseusrun next to `python`."""
+            python: str = sys.executable, worker: Path = WORKER, np: int = 2) -> List[Dict]:
+    """The worker's REPORTs of an `np`-rank job (2 by default), launched by the perseusrun next to `python`."""
     master, store = free_ports(2)
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PERSEUS_", "GLOO_", "RANK", "WORLD_SIZE", "LOCAL_", "MASTER_", "OMPI_"))}
@@ -45,13 +45,13 @@ def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args
                 "TF_CPP_MIN_LOG_LEVEL": "3"})
     env.update(extra_env or {})
     perseusrun = str(Path(python).with_name("perseusrun"))
-    command = [perseusrun] + (["--mpi"] if mpi else []) + ["-np", "2", "--", str(python), str(WORKER), case, *args]
+    command = [perseusrun] + (["--mpi"] if mpi else []) + ["-np", str(np), "--", str(python), str(worker), case, *args]
     proc = subprocess.run(command, env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     # anywhere in the output, with raw_decode: Open MPI's --tag-output can glue the ranks' lines together
     found = [json.JSONDecoder().raw_decode(proc.stdout[m.end():])[0] for m in TAG.finditer(proc.stdout)]
-    assert len(found) == 2, proc.stdout[-3000:]
+    assert len(found) == np, proc.stdout[-3000:]
     return sorted(found, key=lambda r: r["rank"])
 
 

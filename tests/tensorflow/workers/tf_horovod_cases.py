@@ -6,7 +6,7 @@ Prints one `REPORT {json}` line with what each check saw (results, exception typ
             rank (refused by the op kernel), a root rank out of range on one rank (refused by the engine);
             after each, an allreduce that both ranks agree on still works;
   api:      Horovod 0.28's API surface: dtype sets, Min/Max/Product, integer Average, alltoall, reducescatter,
-            broadcast_, *_op, grouped collectives, object collectives, capability queries, process_set=;
+            broadcast_, *_op, grouped collectives, object collectives, capability queries, process_set= of a set never registered;
   grads:    gradients through allreduce (Sum, Average), allgather (uneven rows) and broadcast;
   keras:    Horovod's Keras module functions (hvd.keras and perseus.tensorflow.keras): init/size/rank, the
             value collectives, load_model of a model saved with a distributed optimizer (it stays

@@ -89,13 +89,22 @@ class CollectiveOp : public AsyncOpKernel {
   explicit CollectiveOp(OpKernelConstruction* ctx) : AsyncOpKernel(ctx) {
     OP_REQUIRES_OK(ctx, ctx->GetAttr("tensor_name", &name_));
     OP_REQUIRES(ctx, !name_.empty(), errors::InvalidArgument("perseus.tensorflow: a collective needs a tensor_name"));
+    OP_REQUIRES_OK(ctx, ctx->GetAttr("process_set_id", &process_set_id_));
   }
 
  protected:
   // The engine, or a failed op (and false) saying hvd.init() is missing.
   bool prepare(OpKernelContext* ctx, const DoneCallback& done, perseus_engine** engine, perseus_engine_dtype* dtype,
                std::vector<int64_t>* byte_pattern) {
-    *engine = current_engine();
+    *engine = process_set_engine(process_set_id_);
+    if (*engine == nullptr && process_set_id_ != 0 && current_engine() != nullptr) {
+      ctx->SetStatus(errors::InvalidArgument("perseus.tensorflow ", type_string(), " '", name_, "': process set ",
+                                             process_set_id_, " is not registered on this rank, or this rank is not "
+                                             "a member of it: call hvd.add_process_set(...) on every rank first, and "
+                                             "collectives on a set only on its members"));
+      done();
+      return false;
+    }
     if (*engine == nullptr) {
       ctx->SetStatus(errors::FailedPrecondition("perseus.tensorflow ", type_string(), " '", name_,
                                                 "': the engine is not initialised; call "
@@ -144,6 +153,7 @@ class CollectiveOp : public AsyncOpKernel {
   }
 
   std::string name_;
+  int process_set_id_ = 0;  // 0: every rank (the global set); else a registered process set's engine
 };
 
 REGISTER_OP("PerseusAllreduce")
@@ -151,6 +161,7 @@ REGISTER_OP("PerseusAllreduce")
     .Output("reduced: T")
     .Attr(PERSEUS_TF_REDUCE_TYPES)
     .Attr("tensor_name: string")
+    .Attr("process_set_id: int = 0")
     .Attr("reduce_op: {'sum', 'average'} = 'sum'")
     .SetIsStateful()
     .SetShapeFn([](shape_inference::InferenceContext* c) {
@@ -197,6 +208,7 @@ REGISTER_OP("PerseusBroadcast")
     .Output("broadcast: T")
     .Attr(PERSEUS_TF_MOVE_TYPES)
     .Attr("tensor_name: string")
+    .Attr("process_set_id: int = 0")
     .Attr("root_rank: int = 0")
     .SetIsStateful()
     .SetShapeFn([](shape_inference::InferenceContext* c) {
@@ -241,6 +253,7 @@ REGISTER_OP("PerseusAllgather")
     .Output("gathered: T")
     .Attr(PERSEUS_TF_MOVE_TYPES)
     .Attr("tensor_name: string")
+    .Attr("process_set_id: int = 0")
     .SetIsStateful()
     .SetShapeFn([](shape_inference::InferenceContext* c) {
       shape_inference::ShapeHandle rest;

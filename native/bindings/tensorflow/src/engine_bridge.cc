@@ -4,6 +4,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <list>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -12,6 +13,8 @@ namespace perseus_tf {
 namespace {
 
 std::atomic<perseus_engine*> g_engine{nullptr};
+std::mutex g_sets_mutex;
+std::map<int, perseus_engine*> g_sets;  // process set id -> its engine on this rank (members only)
 
 struct Pending {
   perseus_engine* engine;
@@ -73,6 +76,13 @@ Completer& completer() {
 
 perseus_engine* current_engine() { return g_engine.load(std::memory_order_acquire); }
 
+perseus_engine* process_set_engine(int process_set_id) {
+  if (process_set_id == 0) return current_engine();
+  std::lock_guard<std::mutex> lock(g_sets_mutex);
+  const auto found = g_sets.find(process_set_id);
+  return found == g_sets.end() ? nullptr : found->second;
+}
+
 void complete_async(perseus_engine* engine, perseus_engine_handle handle, Completion completion) {
   completer().add(Pending{engine, handle, std::move(completion)});
 }
@@ -87,4 +97,14 @@ std::string engine_error(const char* what, perseus_engine_status status) {
 
 extern "C" void perseus_tf_set_engine(perseus_engine* engine) {
   perseus_tf::g_engine.store(engine, std::memory_order_release);
+}
+
+extern "C" void perseus_tf_set_process_set_engine(int process_set_id, perseus_engine* engine) {
+  if (process_set_id <= 0) return;  // the global set's engine is perseus_tf_set_engine's
+  std::lock_guard<std::mutex> lock(perseus_tf::g_sets_mutex);
+  if (engine == nullptr) {
+    perseus_tf::g_sets.erase(process_set_id);
+  } else {
+    perseus_tf::g_sets[process_set_id] = engine;
+  }
 }

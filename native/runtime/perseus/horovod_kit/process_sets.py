@@ -88,6 +88,14 @@ def unregister_all() -> List[ProcessSet]:
     return found
 
 
+def lookup(set_id: int) -> Optional[ProcessSet]:
+    """The registered set of id `set_id` (0: the global set), or None."""
+    if int(set_id) == 0:
+        return global_process_set
+    with _lock:
+        return _registered.get(int(set_id))
+
+
 def registered_with(handle: Any) -> Optional[ProcessSet]:
     """The registered set whose binding handle is `handle`, or None."""
     with _lock:

@@ -3,10 +3,12 @@
 Collectives are TensorFlow ops (perseus op library, asynchronous kernels calling the engine's C ABI):
 they run eagerly, inside tf.function and in TF1 graphs (sessions, MonitoredTrainingSession), with Horovod
 0.28's signatures, dtype sets, reduce ops (Average, Sum, Min, Max, Product) and gradients.
-`hvd.keras` is reachable as an attribute (Keras 3, and Keras 2: tf_keras with TF_USE_LEGACY_KERAS=1 or the
-keras 2.x package of TensorFlow <= 2.15). Not supported yet (each raises NotImplementedError saying so):
-Adasum, process sets other than the global one, hvd.join, the timeline, gradient_predivide_factor,
-backward_passes_per_step > 1.
+`hvd.allreduce` is exact for float32/float64 as Horovod's is; only the gradient paths (DistributedGradientTape,
+the DistributedOptimizers) use the engine's fp16 wire policy (PERSEUS_ALLREDUCE_DTYPE). Process sets:
+hvd.ProcessSet, add_process_set / remove_process_set, init(process_sets=...), process_set= on every collective
+and on the tape and optimizers (process_sets.py). `hvd.keras` is reachable as an attribute (Keras 3, and
+Keras 2: tf_keras with TF_USE_LEGACY_KERAS=1 or the keras 2.x package of TensorFlow <= 2.15). Not supported yet
+(each raises NotImplementedError saying so): Adasum, hvd.join, the timeline, backward_passes_per_step > 1.
 """
 from typing import Any
 
@@ -41,19 +43,20 @@ def DistributedOptimizer(optimizer: Any, name: Any = None, use_locking: bool = F
     (keras.DistributedOptimizer): gradients are averaged (or summed) over every rank."""
     import tensorflow as tf
 
-    from .collectives import _require_global
+    from .process_sets import check_registered
 
-    _require_global(process_set)
-    if gradient_predivide_factor != 1.0:
-        raise NotImplementedError("not supported yet: gradient_predivide_factor in perseus.tensorflow.horovod")
+    check_registered(process_set, "hvd.DistributedOptimizer")
     if isinstance(optimizer, tf.compat.v1.train.Optimizer):
         return tf1.DistributedOptimizer(optimizer, name=name, use_locking=use_locking, compression=compression,
                                         sparse_as_dense=sparse_as_dense, op=op,
-                                        backward_passes_per_step=backward_passes_per_step)
+                                        backward_passes_per_step=backward_passes_per_step, process_set=process_set,
+                                        gradient_predivide_factor=gradient_predivide_factor)
     return keras.DistributedOptimizer(optimizer, name=name, compression=compression, sparse_as_dense=sparse_as_dense,
                                       op=op, backward_passes_per_step=backward_passes_per_step,
+                                      gradient_predivide_factor=gradient_predivide_factor,
                                       average_aggregated_gradients=average_aggregated_gradients,
-                                      num_groups=num_groups, groups=groups, scale_local_gradients=scale_local_gradients)
+                                      num_groups=num_groups, groups=groups, process_set=process_set,
+                                      scale_local_gradients=scale_local_gradients)
 
 
 __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "local_rank", "cross_size",

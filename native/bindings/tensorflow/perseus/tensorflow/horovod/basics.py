@@ -11,22 +11,23 @@ from . import variables
 _lock = threading.Lock()
 _engine_handle = None  # type: Optional[Engine]
 _info = None  # type: Optional[Dict[str, int]]
+_policy = {}  # type: Dict[str, Any]  # init()'s policy keywords: the process sets' engines get them too
 
 
 def init(comm: Any = None, process_sets: Any = None, **policy: Any) -> None:
     """Starts the engine of this job (numbers from perseusrun / torchrun / mpirun, rendezvous with every rank).
     Policy keywords (wire_dtype, gradient_scale, ...) override the PERSEUS_* environment. Idempotent.
-    Horovod's `comm` (an MPI communicator or rank list) and `process_sets` are not supported yet."""
-    global _engine_handle, _info
+    process_sets: a list of hvd.ProcessSet (or rank lists) registered now (every rank passes the same), or
+    "dynamic" (sets may be added and removed later: always allowed in perseus). Horovod's `comm` (an MPI
+    communicator or rank list) is not supported."""
+    global _engine_handle, _info, _policy
     if comm is not None:
         raise NotImplementedError("not supported yet: hvd.init(comm=...) in perseus.tensorflow.horovod (every rank "
-                                  "of the job takes part); call hvd.init()")
-    if process_sets is not None:
-        raise NotImplementedError("not supported yet: hvd.init(process_sets=...) in perseus.tensorflow.horovod "
-                                  "(process sets are a separate issue); call hvd.init()")
+                                  "of the job takes part); call hvd.init(), with process_sets=[...] for subsets")
     with _lock:
         if _engine_handle is not None:
             return
+        _policy = dict(policy)
         variables.warn_not_honoured()
         engine = _engine.start(**policy)
         # a new engine has no collective in flight: every rank numbers its unnamed collectives from 0 again
@@ -36,11 +37,18 @@ def init(comm: Any = None, process_sets: Any = None, **policy: Any) -> None:
         collectives.reset_names()
         _engine_handle, _info = engine, engine.info()
         atexit.register(shutdown)
+    from . import process_sets as sets
+
+    sets.register_at_init(process_sets)
 
 
 def shutdown() -> None:
     """Shuts the engine down on every rank; init() may be called again afterwards."""
     global _engine_handle, _info
+    if _engine_handle is not None:
+        from . import process_sets as sets
+
+        sets.close_all()  # the sets' engines end before the job's
     with _lock:
         engine, _engine_handle, _info = _engine_handle, None, None
     if engine is not None:
@@ -94,8 +102,9 @@ def engine_info() -> Dict[str, int]:
 
 def engine_wire_bytes(dtype: str, level: str = "all") -> Tuple[int, int]:
     """(payload bytes, collectives) of `dtype` ("float16", "float32", ...) this rank has handed to the
-    transport on `level` so far: what the wire policy did (an fp32 allreduce travels as float16 unless
-    PERSEUS_ALLREDUCE_DTYPE=1; a broadcast keeps its dtype)."""
+    transport on `level` so far: what the wire policy did (an fp32 gradient of DistributedGradientTape or a
+    DistributedOptimizer travels as float16 unless PERSEUS_ALLREDUCE_DTYPE=1; hvd.allreduce of fp32 as float64,
+    exact; a broadcast keeps its dtype). Counts the job's engine (not the process sets' engines)."""
     engine = _engine_handle
     if engine is None:
         raise ValueError("perseus.tensorflow.horovod has not been initialised: call hvd.init() first")

@@ -1,5 +1,6 @@
 """Horovod's gradient compression for the TensorFlow API: none, or fp16 on the wire (cast before the
-allreduce, cast back after). With Compression.none an fp32 allreduce still travels as fp16 when
+allreduce, cast back after). hvd.allreduce with Compression.none is exact; on the gradient paths
+(DistributedGradientTape, the DistributedOptimizers) an fp32 gradient still travels as fp16 when
 PERSEUS_ALLREDUCE_DTYPE=0 (the engine's default wire policy), with the gradient scale applied."""
 from typing import Any, Tuple
 

@@ -21,7 +21,8 @@ from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, g
 from .collectives import (Adasum, Average, ProcessSet, Sum, add_process_set, allreduce as _tf_allreduce,
                           broadcast_variables, global_process_set, remove_process_set)
 from .compression import Compression, Compressor
-from .gradient_tape import allreduce_gradients, local_layer_list
+from .gradient_tape import allreduce_gradients, local_layer_list, predivide_check
+from .process_sets import check_registered
 
 
 
@@ -64,32 +65,34 @@ def DistributedOptimizer(optimizer: Any, name: Optional[str] = None, device_dens
     (Keras 2) first allreduces the gradients."""
     if backward_passes_per_step != 1:
         raise NotImplementedError("not supported yet: backward_passes_per_step > 1 in perseus.tensorflow.horovod.keras")
-    if gradient_predivide_factor != 1.0:
-        raise NotImplementedError("not supported yet: gradient_predivide_factor in perseus.tensorflow.horovod.keras")
+    predivide_check(gradient_predivide_factor, op)
     if op == Adasum:
         raise NotImplementedError("not supported: hvd.Adasum in perseus.tensorflow.horovod.keras (use hvd.Average)")
-    _collectives._require_global(process_set)
-    cls = _distributed_class(type(optimizer), compression, op, sparse_as_dense)
+    check_registered(process_set, "hvd.DistributedOptimizer")
+    cls = _distributed_class(type(optimizer), compression, op, sparse_as_dense, process_set,
+                             gradient_predivide_factor)
     return cls.from_config(optimizer.get_config())
 
 
 def _reduce(optimizer: Any, grads: list, variables: Any, compression: Compressor, op: Any,
-            sparse_as_dense: bool) -> list:
-    """The gradients allreduced, except those of the variables registered local (register_local_var): kept,
-    divided by the size with scale_local_gradients (Horovod's PartialDistributedOptimizer)."""
+            sparse_as_dense: bool, process_set: Any, predivide: float = 1.0) -> list:
+    """The gradients allreduced over the process set's ranks (under the engine's wire policy), except those of the
+    variables registered local (register_local_var): kept, divided by the set's size with scale_local_gradients
+    (Horovod's PartialDistributedOptimizer)."""
     local = getattr(optimizer, "_perseus_local_ids", None)
     if not local or variables is None:
-        return allreduce_gradients(grads, compression, op, sparse_as_dense, "keras.grad")
+        return allreduce_gradients(grads, compression, op, sparse_as_dense, "keras.grad", process_set, predivide)
     is_local = [id(v) in local for v in variables]
     shared = iter(allreduce_gradients([g for g, mine in zip(grads, is_local) if not mine], compression, op,
-                                      sparse_as_dense, "keras.grad"))
+                                      sparse_as_dense, "keras.grad", process_set, predivide))
     scale = getattr(optimizer, "_perseus_scale_local", True)
+    size = process_set.size() if process_set.included() else 1
     out = []
     for grad, mine in zip(grads, is_local):
         if not mine:
             out.append(next(shared))
         else:
-            out.append(grad / basics.size() if scale and grad is not None else grad)
+            out.append(grad / size if scale and grad is not None else grad)
     return out
 
 
@@ -102,17 +105,19 @@ def _register_local_var(self: Any, var: Any) -> None:
     local.add(id(var))
 
 
-def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_dense: bool) -> Any:
+def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_dense: bool,
+                       process_set: Any = global_process_set, predivide: float = 1.0) -> Any:
     """A subclass of the optimizer class `base` whose apply (Keras 3) / apply_gradients (Keras 2) first
     allreduces the gradients."""
     if getattr(base, "_perseus_distributed", False):
         return base
+    process_set = process_set if process_set is not None else global_process_set
     if _class_keras_major(base) >= 3:
         def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
             grads = list(grads)
             variables = trainable_variables if trainable_variables is not None else getattr(
                 self, "_trainable_variables", None)
-            reduced = _reduce(self, grads, variables, compression, op, sparse_as_dense)
+            reduced = _reduce(self, grads, variables, compression, op, sparse_as_dense, process_set, predivide)
             return base.apply(self, reduced, trainable_variables)
 
         methods = {"apply": apply}
@@ -129,7 +134,7 @@ def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_de
             else:
                 value = loss() if callable(loss) else loss
             grads = tape.gradient(value, variables, grad_loss)
-            reduced = _reduce(self, list(grads), variables, compression, op, sparse_as_dense)
+            reduced = _reduce(self, list(grads), variables, compression, op, sparse_as_dense, process_set, predivide)
             object.__setattr__(self, "_perseus_reduced", True)
             return list(zip(reduced, variables))
 
@@ -139,7 +144,8 @@ def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_de
             if getattr(self, "_perseus_reduced", False):  # from _compute_gradients: reduced already
                 object.__setattr__(self, "_perseus_reduced", False)
                 return base.apply_gradients(self, pairs, *args, **kw)
-            reduced = _reduce(self, [g for g, _ in pairs], variables, compression, op, sparse_as_dense)
+            reduced = _reduce(self, [g for g, _ in pairs], variables, compression, op, sparse_as_dense, process_set,
+                              predivide)
             return base.apply_gradients(self, list(zip(reduced, variables)), *args, **kw)
 
         methods = {"apply_gradients": apply_gradients, "_compute_gradients": _compute_gradients}
