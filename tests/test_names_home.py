@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-ROOTS = (REPO_ROOT / "src" / "aiacc_build", REPO_ROOT / "native" / "runtime" / "perseus")
+ROOTS = (REPO_ROOT / "src" / "aiacc_build", REPO_ROOT / "native" / "runtime" / "perseus", REPO_ROOT / "native" / "release",
+         REPO_ROOT / "native" / "cmake", REPO_ROOT / "native" / "bindings", REPO_ROOT / "dev")
 # src/aiacc_installer is not searched: it runs on the user's stdlib-only Python and reads the names from
 # the table the script embeds (made by naming.py); it cannot import the tool.
 
@@ -24,7 +25,7 @@ HOMES: dict[str, dict[str, str]] = {
         "accelerator without the dot `cuda110` (mirror folder, CI job id)": r"f\"cuda\{cuda_nodot",
         "Docker tag accelerator `cu11.0`": r'f"cu\{',
         "CUDA or `cpu` of build inputs and the installer table": r'\bor "cpu"|"cpu" if \w[\w.]* is None else \w',
-        "wheel version `<release>+<framework version>`": r"\}\+\{",
+        "wheel version `<release>+<framework version>`": r"\}\+\$?\{|%s\+%s",
         "CPython tags `cp311`": r'f"cp\{',
     },
     "src/aiacc_build/adapters/base.py": {
@@ -39,13 +40,20 @@ HOMES: dict[str, dict[str, str]] = {
 EXCEPTIONS = {
     ("src/aiacc_build/model.py", "CUDA or `cpu` of build inputs and the installer table"):
         "the accelerator label's CPU branch spells `cpu` as this name does",
-    ("native/runtime/perseus/doctor.py", "wheel version `<release>+<framework version>`"):
-        "perseus-common advises which wheel to install; it cannot import the build tool",
+    ("native/runtime/perseus/horovod_kit/manifest.py", "wheel version `<release>+<framework version>`"):
+        "perseus-common advises which wheel to install (doctor, the bindings' manifest checks); it cannot import the "
+        "build tool",
+    ("native/release/perseus_release.py", "wheel version `<release>+<framework version>`"):
+        "the binding builds' rule (their metadata providers run without the build tool)",
+    ("native/cmake/PerseusRelease.cmake", "wheel version `<release>+<framework version>`"):
+        "the same rule for the CMake builds of the bindings",
 }
 
 
 def modules() -> list[Path]:
-    return sorted(p for root in ROOTS for p in root.rglob("*.py") if "__pycache__" not in p.parts)
+    """Python, CMake and shell sources (the builds under native/ and dev/ spell names too)."""
+    return sorted(p for root in ROOTS for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+                  and (p.suffix in (".py", ".cmake", ".sh") or p.name == "CMakeLists.txt"))
 
 
 CASES = [(home, name, pattern) for home, names in HOMES.items() for name, pattern in names.items()]

@@ -21,6 +21,7 @@ from perseus._doctor_probes import (BINDINGS, _distributions, _normal, _version_
 from perseus._doctor_report import INSTALLER, PerseusWheel, Problem, Report
 from perseus._cuda_drivers import MIN_DRIVER  # generated from matrix/facts/cuda_drivers.yaml
 from perseus._frameworks import FRAMEWORKS
+from perseus.horovod_kit.manifest import wheel_version
 
 __all__ = ["Problem", "Report", "collect", "format_text", "main"]
 
@@ -96,10 +97,9 @@ def check_perseus(report: Report) -> None:
             continue
         differences = _manifest_differences(framework, manifest, fw)
         if differences:
-            public = str(fw.get("version", "")).split("+")[0]
             report.error("{} {} was built for another environment: {}".format(wheel.name, wheel.version, "; ".join(differences)),
-                         "install {} {}+{} built for {} and cp{}{} (bash {} picks it)".format(
-                             wheel.name, release, public, _cuda_words(fw.get("cuda")), sys.version_info[0], sys.version_info[1], INSTALLER))
+                         "install {} {} built for {} and cp{}{} (bash {} picks it)".format(
+                             wheel.name, wheel_version(release, str(fw.get("version", ""))), _cuda_words(fw.get("cuda")), sys.version_info[0], sys.version_info[1], INSTALLER))
 
 
 def _plugin_mpi(part: str) -> str:

@@ -66,6 +66,12 @@ class Wheel:
             self.distribution, loaded_from, directory))
 
 
+def wheel_version(release: str, framework_version: str) -> str:
+    """The version of a binding wheel, `<release>+<framework public version>` (2.0.0+2.13.0): what the advice to
+    install one names (the builds make it by native/release/perseus_release.py, the same rule)."""
+    return "{}+{}".format(release, framework_version.split("+")[0])
+
+
 def cuda_words(cuda: Optional[str]) -> str:
     return "CUDA {}".format(cuda) if cuda else "CPU only"
 

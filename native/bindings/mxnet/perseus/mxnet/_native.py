@@ -18,7 +18,7 @@ import threading
 from typing import Any, Dict, List, Optional
 
 from perseus.horovod_kit.manifest import (INSTALLER, MANIFEST_FILE, BrokenInstallError,  # noqa: F401
-                                          BuildMismatchError, Wheel, cuda_words)
+                                          BuildMismatchError, Wheel, cuda_words, wheel_version)
 
 LIBRARY_FILE = "_perseus_mxnet.so"
 WHEEL = Wheel("perseus_mxnet", "mxnet", "mxnet_version",
@@ -99,14 +99,13 @@ def mismatches(manifest, running):
 
 def mismatch_message(manifest, running, found):
     # type: (Dict[str, Any], Dict[str, Any], List[str]) -> str
-    public = running["mxnet_version"].split("+")[0]
     return ("perseus_mxnet %s was built for %s %s (%s) but %s %s (%s) is installed: %s. Install "
-            "perseus_mxnet %s+%s built for %s (the wheel of the same release for your mxnet), or run %s, "
+            "perseus_mxnet %s built for %s (the wheel of the same release for your mxnet), or run %s, "
             "which picks the matching wheel."
             % (manifest["version"], _distribution(manifest["mxnet_cuda"]), manifest["mxnet_version"],
                cuda_words(manifest["mxnet_cuda"]), _distribution(running["mxnet_cuda"]),
                running["mxnet_version"], cuda_words(running["mxnet_cuda"]), "; ".join(found),
-               manifest["release"], public, cuda_words(running["mxnet_cuda"]), INSTALLER))
+               wheel_version(manifest["release"], running["mxnet_version"]), cuda_words(running["mxnet_cuda"]), INSTALLER))
 
 
 def check_manifest(manifest, running=None):

@@ -108,14 +108,15 @@ def mismatch_message(manifest, running, found):
     # type: (Dict[str, Any], Dict[str, Any], List[str]) -> str
     public = running["tensorflow_version"].split("+")[0]
     compiler = manifest.get("compiler") or {}
+    from perseus.horovod_kit.manifest import wheel_version
     return (
         "perseus_tensorflow %s was built for TensorFlow %s (%s, %s, C++%s, %s %s) but TensorFlow %s (%s, %s) "
-        "is installed: %s. Install perseus_tensorflow %s+%s (the wheel of the same release built for "
+        "is installed: %s. Install perseus_tensorflow %s (the wheel of the same release built for "
         "TensorFlow %s, %s), or run %s, which picks the matching wheel."
         % (manifest["version"], manifest["tensorflow_version"], _cuda_words(manifest["tensorflow_cuda"]),
            _abi_words(manifest["cxx11_abi"]), manifest["cxx_standard"], compiler.get("id", "?"),
            compiler.get("version", "?"), running["tensorflow_version"], _cuda_words(running["tensorflow_cuda"]),
-           _abi_words(running["cxx11_abi"]), "; ".join(found), manifest["release"], public, public,
+           _abi_words(running["cxx11_abi"]), "; ".join(found), wheel_version(manifest["release"], public), public,
            _cuda_words(running["tensorflow_cuda"]), INSTALLER))
 
 

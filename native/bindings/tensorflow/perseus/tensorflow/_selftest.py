@@ -15,25 +15,16 @@ import json
 import os
 import sys
 
+from perseus.horovod_kit.selftest import SelfTest
 
-def _fail(text):
-    sys.stderr.write("perseus.tensorflow self-test failed: " + text + "\n")
-    raise SystemExit(1)
+SELFTEST = SelfTest("perseus.tensorflow", "TensorFlow", "tensorflow_version")
+_fail = SELFTEST.fail
 
 
 def _check_manifest(ops, tf, release, framework_version):
     manifest_text, core_version, dispatch = [t.numpy().decode() for t in ops.perseus_build_info()]
     manifest = json.loads(manifest_text)
-    if manifest["tensorflow_version"] != tf.__version__:
-        _fail("built for TensorFlow %s, running TensorFlow %s" % (manifest["tensorflow_version"], tf.__version__))
-    built_release, _, built_framework = manifest["version"].partition("+")
-    if release is not None:
-        expected = "%s+%s" % (release, framework_version or built_framework)
-        if manifest["version"] != expected:
-            _fail("manifest says %s for TensorFlow %s; expected %s for TensorFlow %s"
-                  % (manifest["version"], manifest["tensorflow_version"], expected, tf.__version__))
-    if core_version != built_release:
-        _fail("core reports release %s, the wheel is %s" % (core_version, manifest["version"]))
+    SELFTEST.check_manifest(manifest, tf.__version__, release, framework_version, core_version)
     return manifest, dispatch
 
 
@@ -68,12 +59,10 @@ def _check_engine(ops, tf):
 
 
 def main(argv=None):
-    args = list(sys.argv[1:] if argv is None else argv)
-    if len(args) > 2 or any(a.startswith("-") for a in args):
-        sys.stderr.write("usage: python -m perseus.tensorflow._selftest [RELEASE [TENSORFLOW_PUBLIC_VERSION]]\n")
+    arguments = SELFTEST.arguments(argv)
+    if arguments is None:
         return 2
-    release = args[0] if args else None
-    framework_version = args[1] if len(args) > 1 else None
+    release, framework_version = arguments
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     import perseus
     import perseus.tensorflow  # noqa: F401

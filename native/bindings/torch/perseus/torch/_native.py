@@ -16,7 +16,7 @@ import threading
 from typing import Any, Dict, List, Optional
 
 from perseus.horovod_kit.manifest import (INSTALLER, MANIFEST_FILE, BrokenInstallError,  # noqa: F401
-                                          BuildMismatchError, Wheel, abi_words, cuda_words)
+                                          BuildMismatchError, Wheel, abi_words, cuda_words, wheel_version)
 
 LIBRARY_FILE = "_perseus_ops.so"
 WHEEL = Wheel("perseus_torch", "torch", "torch_version",
@@ -68,16 +68,15 @@ def mismatches(manifest, running):
 
 def mismatch_message(manifest, running, found):
     # type: (Dict[str, Any], Dict[str, Any], List[str]) -> str
-    public = running["torch_version"].split("+")[0]
     return (
         "perseus_torch %s was built for torch %s (%s, %s, %s) but torch %s (%s, %s, %s) is installed: %s. "
-        "Install perseus_torch %s+%s built for %s and %s (the wheel of the same release for your torch), "
+        "Install perseus_torch %s built for %s and %s (the wheel of the same release for your torch), "
         "or run %s, which picks the matching wheel."
         % (manifest["version"], manifest["torch_version"], cuda_words(manifest["torch_cuda"]),
            abi_words(manifest["cxx11_abi"]), manifest["python_tag"],
            running["torch_version"], cuda_words(running["torch_cuda"]), abi_words(running["cxx11_abi"]),
            running["python_tag"], "; ".join(found),
-           manifest["release"], public, cuda_words(running["torch_cuda"]), running["python_tag"], INSTALLER))
+           wheel_version(manifest["release"], running["torch_version"]), cuda_words(running["torch_cuda"]), running["python_tag"], INSTALLER))
 
 
 def check_manifest(manifest, running=None):

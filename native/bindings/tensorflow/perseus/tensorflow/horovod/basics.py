@@ -1,17 +1,12 @@
 """hvd.init() and who-am-I queries, from the engine the TensorFlow ops submit to."""
 import atexit
-import threading
-from typing import Any, Dict, Optional, Tuple
-
-from perseus.engine import Engine
+from typing import Any, Dict, Tuple
 
 from .. import _engine
-from . import variables
+from . import _job, collectives, variables
+from . import process_sets as sets
 
-_lock = threading.Lock()
-_engine_handle = None  # type: Optional[Engine]
-_info = None  # type: Optional[Dict[str, int]]
-_policy = {}  # type: Dict[str, Any]  # init()'s policy keywords: the process sets' engines get them too
+_state = _job.state
 
 
 def init(comm: Any = None, process_sets: Any = None, **policy: Any) -> None:
@@ -20,81 +15,45 @@ def init(comm: Any = None, process_sets: Any = None, **policy: Any) -> None:
     process_sets: a list of hvd.ProcessSet (or rank lists) registered now (every rank passes the same), or
     "dynamic" (sets may be added and removed later: always allowed in perseus). Horovod's `comm` (an MPI
     communicator or rank list) is not supported."""
-    global _engine_handle, _info, _policy
     if comm is not None:
         raise NotImplementedError("not supported yet: hvd.init(comm=...) in perseus.tensorflow.horovod (every rank "
                                   "of the job takes part); call hvd.init(), with process_sets=[...] for subsets")
-    with _lock:
-        if _engine_handle is not None:
+    with _state.lock:
+        if _state.engine is not None:
             return
-        _policy = dict(policy)
+        _state.policy = dict(policy)
         variables.warn_not_honoured()
         engine = _engine.start(**policy)
         # a new engine has no collective in flight: every rank numbers its unnamed collectives from 0 again
         # (ranks that diverged under the previous engine, e.g. one rank's test failing midway, agree again)
-        from . import collectives
-
         collectives.reset_names()
-        _engine_handle, _info = engine, engine.info()
+        _state.engine, _state.info = engine, engine.info()
         atexit.register(shutdown)
-    from . import process_sets as sets
-
     sets.register_at_init(process_sets)
 
 
 def shutdown() -> None:
     """Shuts the engine down on every rank; init() may be called again afterwards."""
-    global _engine_handle, _info
-    if _engine_handle is not None:
-        from . import process_sets as sets
-
+    if _state.engine is not None:
         sets.close_all()  # the sets' engines end before the job's
-    with _lock:
-        engine, _engine_handle, _info = _engine_handle, None, None
+    with _state.lock:
+        engine, _state.engine, _state.info = _state.engine, None, None
     if engine is not None:
         _engine.stop(engine)
 
 
 def is_initialized() -> bool:
-    return _engine_handle is not None
+    return _state.engine is not None
 
 
-def _require() -> Dict[str, int]:
-    info = _info
-    if info is None:
-        raise ValueError("perseus.tensorflow.horovod has not been initialised: call hvd.init() first")
-    return info
-
-
-def size() -> int:
-    return _require()["size"]
-
-
-def rank() -> int:
-    return _require()["rank"]
-
-
-def local_size() -> int:
-    return _require()["local_size"]
-
-
-def local_rank() -> int:
-    return _require()["local_rank"]
-
-
-def cross_size() -> int:
-    """Number of nodes."""
-    return _require()["num_nodes"]
-
-
-def cross_rank() -> int:
-    """Index of this rank's node."""
-    return _require()["node"]
+_require = _job.require
+size, rank, local_size, local_rank, cross_size, cross_rank = (_job.size, _job.rank, _job.local_size, _job.local_rank,
+                                                              _job.cross_size, _job.cross_rank)
 
 
 def engine_info() -> Dict[str, int]:
     """The engine's counters now (collectives issued, fused groups, wire policy)."""
-    engine = _engine_handle
+    engine = _state.engine
     if engine is None:
         raise ValueError("perseus.tensorflow.horovod has not been initialised: call hvd.init() first")
     return engine.info()
@@ -105,7 +64,7 @@ def engine_wire_bytes(dtype: str, level: str = "all") -> Tuple[int, int]:
     transport on `level` so far: what the wire policy did (an fp32 gradient of DistributedGradientTape or a
     DistributedOptimizer travels as float16 unless PERSEUS_ALLREDUCE_DTYPE=1; hvd.allreduce of fp32 as float64,
     exact; a broadcast keeps its dtype). Counts the job's engine (not the process sets' engines)."""
-    engine = _engine_handle
+    engine = _state.engine
     if engine is None:
         raise ValueError("perseus.tensorflow.horovod has not been initialised: call hvd.init() first")
     return engine.wire_bytes(level, dtype)

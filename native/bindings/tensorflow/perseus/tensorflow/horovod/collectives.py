@@ -28,6 +28,7 @@ import warnings
 from typing import Any, Dict, List, Optional, Sequence
 
 from .. import _native
+from . import _job
 from .compression import Compression, Compressor
 from .process_sets import Group, ProcessSet, add_process_set, global_process_set, group_by_id, group_of
 from .process_sets import included as _set_included
@@ -78,9 +79,7 @@ def _meet_refusal(full_name: str, group: Optional[Group] = None) -> None:
     """This rank refuses the collective `full_name` by itself: a barrier under that name (on the set's engine)
     makes the other ranks' collective of the name fail at once (a mismatch) instead of waiting out
     GLOO_TIMEOUT_SECONDS."""
-    from . import basics
-
-    engine = group.engine if group is not None else basics._engine_handle
+    engine = group.engine if group is not None else _job.state.engine
     if engine is None:
         return
     try:
@@ -135,15 +134,11 @@ def _scale(tensor: Any, factor: float) -> Any:
 
 
 def _size() -> int:
-    from . import basics
-
-    return basics.size()
+    return _job.size()
 
 
 def _rank() -> int:
-    from . import basics
-
-    return basics.rank()
+    return _job.rank()
 
 
 def _exact_wire(tensor: Any) -> Any:
@@ -461,15 +456,11 @@ def rank_op(name: Optional[str] = None) -> Any:
 
 
 def local_size_op(name: Optional[str] = None) -> Any:
-    from . import basics
-
-    return _int_op(basics.local_size, name)
+    return _int_op(_job.local_size, name)
 
 
 def local_rank_op(name: Optional[str] = None) -> Any:
-    from . import basics
-
-    return _int_op(basics.local_rank, name)
+    return _int_op(_job.local_rank, name)
 
 
 def process_set_included_op(process_set_id: int = 0, name: Optional[str] = None) -> Any:

@@ -18,7 +18,7 @@ from perseus.horovod_kit import process_sets as _kit
 from perseus.horovod_kit.process_sets import ProcessSet, global_process_set
 
 from .. import _engine
-from . import basics
+from . import _job
 
 
 class _Held:
@@ -40,7 +40,7 @@ def add_process_set(process_set: Any) -> ProcessSet:
     same order everywhere. Returns the registered ProcessSet (its process_set_id agrees on every rank)."""
     from perseus.engine.groups import normalise_ranks, subgroup_engine
 
-    job = basics._engine_handle
+    job = _job.state.engine
     if job is None:
         raise ValueError("hvd.add_process_set: perseus.tensorflow.horovod has not been initialised: call hvd.init() "
                          "first")
@@ -49,7 +49,7 @@ def add_process_set(process_set: Any) -> ProcessSet:
         raise ValueError("hvd.add_process_set: the global process set is always there; pass a subset of the ranks")
     if ps.process_set_id is not None:
         raise ValueError("hvd.add_process_set: {!r} is registered already".format(ps))
-    size = basics.size()
+    size = _job.size()
     ranks = normalise_ranks(ps.ranks, size)
     if ranks == list(range(size)):
         raise ValueError("hvd.add_process_set: ranks {} are every rank, the global process set "
@@ -57,7 +57,7 @@ def add_process_set(process_set: Any) -> ProcessSet:
     ps.ranks = ranks
     set_id = _kit.reserve(ranks)
     engine = subgroup_engine(job, ranks, "tensorflow.{}".format(set_id), master_addr=os.environ.get("MASTER_ADDR", ""),
-                             **basics._policy)
+                             **_job.state.policy)
     if engine is not None:
         _hand_over(set_id, engine)
     return _kit.register(ps, set_id, None if engine is None else _Held(set_id, engine))
@@ -127,15 +127,15 @@ class _JobGroup(Group):
 
     @property
     def rank(self) -> int:  # type: ignore[override]
-        return basics.rank()
+        return _job.rank()
 
     @property
     def size(self) -> int:  # type: ignore[override]
-        return basics.size()
+        return _job.size()
 
     @property
     def engine(self) -> Any:  # type: ignore[override]
-        return basics._engine_handle
+        return _job.state.engine
 
 
 _JOB = _JobGroup()
@@ -154,7 +154,7 @@ def group_of(process_set: Any, api: str) -> Group:
         import tensorflow as tf
 
         raise tf.errors.InvalidArgumentError(None, None, "{}: rank {} is not a member of the provided process set "
-                                                         "{!r}".format(api, basics.rank(), process_set))
+                                                         "{!r}".format(api, _job.rank(), process_set))
     return Group(process_set.process_set_id, process_set.rank(), process_set.size(), list(process_set.ranks),
                  process_set.handle.engine)
 
@@ -192,14 +192,14 @@ def included(set_id: int) -> bool:
 
 def set_size(set_id: int) -> int:
     if set_id == 0:
-        return basics.size()
+        return _job.size()
     found = _kit.lookup(set_id)
     if found is None:
         raise ValueError("process set id {} is not registered: call hvd.add_process_set(...) first".format(set_id))
     return found.size()
 
 
-_kit.bind_queries(lambda: basics.size(), lambda: basics.rank())
+_kit.bind_queries(lambda: _job.size(), lambda: _job.rank())
 
 __all__ = ["ProcessSet", "global_process_set", "add_process_set", "remove_process_set", "Group", "group_of",
            "group_by_id", "check_registered", "included", "set_size"]
