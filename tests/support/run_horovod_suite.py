@@ -12,7 +12,6 @@ Prints collected / passed / failed / skipped and the failures with each rank's f
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,9 @@ from pathlib import Path
 from typing import Dict, List
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "tests"))
+from support.ports import free_ports  # noqa: E402
+
 SHIM = Path(__file__).resolve().parent / "horovod_shim"
 
 
@@ -39,16 +41,6 @@ def _outcomes(report: Path) -> Dict[str, Dict[str, str]]:
         found[name] = {"outcome": outcome, "message": message}
     return found
 
-
-def _free_ports(count: int) -> List[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def main(argv: List[str]) -> int:
@@ -70,7 +62,7 @@ def main(argv: List[str]) -> int:
         env["PERSEUS_CHANGE_HVD_ALLGATHER"] = env.get("PERSEUS_CHANGE_HVD_ALLGATHER", "1")
         # free ports unless the caller chose them: two suites at once must not both take the default 6666
         if "MASTER_PORT" not in env and "PERSEUS_MASTER_PORT" not in env:
-            env["MASTER_PORT"], env["PERSEUS_MASTER_PORT"] = (str(p) for p in _free_ports(2))
+            env["MASTER_PORT"], env["PERSEUS_MASTER_PORT"] = (str(p) for p in free_ports(2))
         pytest_cmd = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rN",
                       str(test_file), "--junitxml", os.path.join(tmp, "rank$RANK.xml")]
         if args.k:

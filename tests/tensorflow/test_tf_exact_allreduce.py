@@ -7,6 +7,8 @@ import pytest
 
 from test_tf_horovod_runs import run_job
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_exact.py"
 VALUES = {0: [1.0001, 70000.0, 3.1415927, 1e-8, -2.5e-5, 0.1],
           1: [2.0003, 0.1, 65519.0, 1e-7, 123456.78, 1.0001]}

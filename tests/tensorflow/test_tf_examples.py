@@ -4,12 +4,13 @@ import importlib.util
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+from support.ports import free_ports
 
 pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
@@ -17,19 +18,9 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "native" / "runtime" / "perseus
 RESULT = re.compile(r"RESULT ")
 
 
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
-
 
 def run_example(name, *args, cwd=None, extra_env=None, python=sys.executable):
-    master, store = _free_ports(2)
+    master, store = free_ports(2)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PERSEUS_", "GLOO_", "MASTER_", "RANK", "WORLD_SIZE", "LOCAL_"))}
     env.update({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(store), "TF_CPP_MIN_LOG_LEVEL": "3"})
     env.update(extra_env or {})

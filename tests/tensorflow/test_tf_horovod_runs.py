@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Dict, List, Sequence
 
 import pytest
 
+from support.ports import free_ports  # noqa: F401  (test_tf_horovod_negotiation imports it from here)
 from support.spellings import NANCHECK_SPELLINGS
 
 pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
@@ -21,18 +21,6 @@ pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_train.py"
 TAG = re.compile(r"\[(?:\d+,)?(\d+)\]<stdout>:REPORT ")  # perseusrun's [R] or Open MPI's [J,R]
 
-
-def free_ports(n: int) -> List[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def run_job(case: str, extra_env: Dict[str, str] = None, mpi: bool = False, args: Sequence[str] = (),

@@ -11,7 +11,7 @@ from test_tf_horovod_runs import check_collectives, check_fit_wire, run_job
 
 LEGACY = {"TF_USE_LEGACY_KERAS": "1"}
 
-pytestmark = [pytest.mark.usefixtures("ops"),
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("ops"),
               pytest.mark.skipif(importlib.util.find_spec("tf_keras") is None,
                                  reason="tf_keras is installed by the dev/test.sh stage tensorflow-binding")]
 

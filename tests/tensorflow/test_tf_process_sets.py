@@ -10,6 +10,8 @@ import pytest
 
 from test_tf_horovod_runs import run_job
 
+pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
+
 WORKER = Path(__file__).resolve().parent / "workers" / "tf_process_sets.py"
 REDUCE_DTYPES = ["uint8", "int8", "int32", "int64", "float16", "float32", "float64"]
 MOVE_DTYPES = REDUCE_DTYPES + ["uint16", "int16", "bool"]
