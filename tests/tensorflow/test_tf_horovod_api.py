@@ -65,3 +65,18 @@ def test_a_variable_tensorflow_does_not_honour_warns_once(hvd):
     with pytest.warns(config.NotHonouredWarning, match="PERSEUS_ACCUMULATE_N_STEPS is set but not honoured: not supported yet"):
         assert hvd.variables.warn_not_honoured(loaded) == ["PERSEUS_ACCUMULATE_N_STEPS"]
     assert hvd.variables.warn_not_honoured(loaded) == []  # once per process
+
+
+def test_prescale_of_half_precision_is_float32_math_rounded_once(hvd):
+    """Horovod scales float16 in float32 and rounds once; scaling in float16 (the factor rounded to float16 first)
+    differs in the last bit for some values (Horovod's test_horovod_allreduce_cpu_prescale caught it)."""
+    import numpy as np
+    import tensorflow as tf
+    from perseus.tensorflow.horovod import collectives
+
+    values = tf.constant(np.linspace(-100, 100, 257), dtype=tf.float16)
+    factor = 0.1915194503788923
+    got = collectives._scale(values, factor).numpy()
+    want = (values.numpy().astype(np.float32) * np.float32(factor)).astype(np.float16)
+    assert got.dtype == np.float16 and (got == want).all()
+    assert not (got == (values * tf.cast(factor, tf.float16)).numpy()).all()  # the float16-math result differs

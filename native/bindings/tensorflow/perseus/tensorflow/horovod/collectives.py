@@ -123,11 +123,14 @@ def _adasum_refused() -> NotImplementedError:
 
 
 def _scale(tensor: Any, factor: float) -> Any:
-    """Horovod's pre/postscale: integers through float64, truncated back; floats in their own dtype."""
+    """Horovod's pre/postscale: integers through float64, truncated back; float16/bfloat16 in float32 math, rounded
+    back once; float32/float64 in their own dtype."""
     import tensorflow as tf
 
     if factor == 1.0:
         return tensor
+    if tensor.dtype in (tf.float16, tf.bfloat16):
+        return tf.cast(tf.cast(tensor, tf.float32) * tf.cast(factor, tf.float32), tensor.dtype)
     if tensor.dtype.is_floating:
         return tensor * tf.cast(factor, tensor.dtype)
     return tf.cast(tf.cast(tensor, tf.float64) * factor, tensor.dtype)
