@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from support.import_graph import type_only_lines
+
 PACKAGE = Path(__file__).resolve().parents[1] / "src" / "aiacc_build"
 STEPS = ("wheels", "toolkits", "render", "checks", "images", "index")
 # layer -> the packages its modules must not import at run time
@@ -24,19 +26,12 @@ def _modules(layer: str) -> list[Path]:
     return sorted(path.rglob("*.py")) if path.is_dir() else [path]
 
 
-def _type_checking_blocks(tree: ast.AST) -> set[int]:
-    lines: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for child in node.body:
-                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
-    return lines
 
 
 def _imported_packages(module: Path) -> list[tuple[int, str]]:
     """(line, first package under aiacc_build) of every run-time import of the tool's own modules."""
     tree = ast.parse(module.read_text())
-    type_only = _type_checking_blocks(tree)
+    type_only = type_only_lines(tree)
     depth = len(module.relative_to(PACKAGE).parts) - 1  # how many levels below aiacc_build
     found = []
     for node in ast.walk(tree):

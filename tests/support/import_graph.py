@@ -30,7 +30,8 @@ def modules() -> Dict[str, Path]:
     return found
 
 
-def _type_only(tree: ast.AST) -> Set[int]:
+def type_only_lines(tree: ast.AST) -> Set[int]:
+    """The lines of imports under `if TYPE_CHECKING:` (type-only, never run)."""
     lines: Set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
@@ -55,7 +56,7 @@ def graph() -> Dict[str, Set[str]]:
     edges: Dict[str, Set[str]] = {name: set() for name in known}
     for name, path in known.items():
         tree = ast.parse(path.read_text())
-        skip = _type_only(tree)
+        skip = type_only_lines(tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in ast.walk(tree):
             if getattr(node, "lineno", None) in skip:
