@@ -134,6 +134,7 @@ class Reading:
     value: str
     perseus: str  # the PERSEUS_* variable written ("" when none)
     warning: str  # "" when the setting is honoured or harmless
+    perseus_value: str = ""  # what `perseus` is set to
 
 
 def read(environ: Mapping[str, str]) -> List[Reading]:
@@ -179,7 +180,7 @@ def _translated(spec: HorovodVariable, raw: str, environ: Mapping[str, str]) -> 
             return Reading(spec.name, raw, "", "{}={} is ignored: {}={} is set too and wins".format(
                 spec.name, raw.strip(), spec.perseus, own))
         return Reading(spec.name, raw, "", "")
-    return Reading(spec.name, raw, spec.perseus, "")
+    return Reading(spec.name, raw, spec.perseus, "", value)
 
 
 def translate(environ: Optional[MutableMapping[str, str]] = None) -> List[Reading]:
@@ -189,7 +190,7 @@ def translate(environ: Optional[MutableMapping[str, str]] = None) -> List[Readin
     readings = read(environ)
     for reading in readings:
         if reading.perseus:
-            environ[reading.perseus] = BY_NAME[reading.name].convert(reading.value) or ""
+            environ[reading.perseus] = reading.perseus_value
     return readings
 
 

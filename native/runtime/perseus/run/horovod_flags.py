@@ -138,8 +138,7 @@ def _setting(out: Rewritten, name: str, flag: HorovodFlag, value: str) -> None:
         why = horovod_variables.BY_NAME[flag.variable].why_not or reading.warning
         raise UsageError("{} is horovodrun's and perseusrun does not take it: {}".format(name, why))
     if reading.perseus:
-        converted = horovod_variables.BY_NAME[flag.variable].convert(raw) or ""
-        out.exports.append((reading.perseus, converted))
-        out.notes.append("read horovodrun's {} as {}={} for every rank".format(name, reading.perseus, converted))
+        out.exports.append((reading.perseus, reading.perseus_value))
+        out.notes.append("read horovodrun's {} as {}={} for every rank".format(name, reading.perseus, reading.perseus_value))
     else:
         out.notes.append("{} (horovodrun's) asks for what perseus does by default".format(name))
