@@ -72,6 +72,7 @@ class Supervisor:
         self.children: List[_Child] = []
         self.lock = threading.Lock()
         self.signalled: Optional[int] = None
+        self.signal_reported = False
         self.failure: Optional[_Child] = None
         self.kill_at: Optional[float] = None
         self.started_at = time.monotonic()
@@ -141,11 +142,10 @@ class Supervisor:
                 self._signal_group(child, signal.SIGKILL)
 
     def _on_signal(self, signum: int, frame: object) -> None:
+        # Only records: the handler runs on the main thread, which may hold the console lock (a deadlock) or be
+        # inside a write to stderr (a reentrant write); _wait reports it.
         if self.signalled is None:
             self.signalled = signum
-            with self.lock:
-                sys.stderr.write("perseusrun: {} received, ending all ranks\n".format(signal.Signals(signum).name))
-                sys.stderr.flush()
 
     # -- run -----------------------------------------------------------------------------------------------
     def run(self) -> int:
@@ -187,7 +187,12 @@ class Supervisor:
                     self.failure = min(failed, key=lambda c: c.exited_at)
                     self._report_failure(self.failure)
                     self._terminate_all()
-            if self.signalled is not None:
+            if self.signalled is not None and not self.signal_reported:
+                self.signal_reported = True
+                with self.lock:
+                    sys.stderr.write("perseusrun: {} received, ending all ranks\n".format(
+                        signal.Signals(self.signalled).name))
+                    sys.stderr.flush()
                 self._terminate_all()
             if all(c.exited_at is not None for c in self.children):
                 return

@@ -328,6 +328,7 @@ class Driver:
         try:
             while True:
                 if self.signalled is not None:
+                    self.say("{} received, ending all workers".format(signal.Signals(self.signalled).name))
                     code = 128 + self.signalled
                     break
                 with self.cond:
@@ -361,9 +362,10 @@ class Driver:
         return code
 
     def _on_signal(self, signum: int, frame: object) -> None:
+        # Only records: the handler runs on the main thread, which may hold the console lock (a deadlock) or be
+        # inside a write to stderr (a reentrant write); the loop reports it.
         if self.signalled is None:
             self.signalled = signum
-            self.say("{} received, ending all workers".format(signal.Signals(signum).name))
 
     def _end_workers(self) -> None:
         for worker in self.workers.values():
