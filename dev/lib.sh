@@ -116,6 +116,13 @@ torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_t
   local release  # one release with the TF/MXNet wheels of build-local-cell
   release="$(dev_release)"
   PERSEUS_RELEASE="$release" "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"
+  local wheel
+  wheel="$(built_wheel perseus_torch 2.13.0)"
+  if [ -n "$wheel" ]; then  # built, repaired and tested by the build-local-cell stage: not compiled twice
+    echo "perseus_torch: installing $wheel"
+    "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
+    return 0
+  fi
   gloo_recipe  # the binding links the engine, and Gloo with it (cached after the first build)
   PERSEUS_RELEASE="$release" CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation \
     -C "build-dir=$REPO_ROOT/native/build-torch" \
