@@ -41,6 +41,17 @@ def test_public_allreduce_of_float32_and_float64_is_exact(reports):
         assert f32(r["reducescatter"]).tolist() == [exact_sum.reshape(2, 3)[r["rank"]].tolist()]
 
 
+def test_reducescatter_gradient_is_horovods(reports):
+    """The gathered output gradients (rank 0 sent ones, rank 1 twos), times the size for Sum and the postscale;
+    it came back as the allreduce's gradient before (ones everywhere, whatever the op)."""
+    gathered = np.array([[1.0, 1.0], [1.0, 1.0], [2.0, 2.0], [2.0, 2.0]])
+    for r in reports:
+        grads = r["reducescatter_grads"]
+        assert np.array_equal(grads["sum"], gathered * 2), grads
+        assert np.array_equal(grads["average"], gathered), grads
+        assert np.array_equal(grads["sum_postscale"], gathered * 2 * 0.25), grads
+
+
 def test_gradient_predivide_factor_splits_the_average(reports):
     """Factor 2 on both ranks' gradient [5000, 1.5]: the average comes back (through the fp16 wire, where 2 x
     5000 x the gradient scale 10 would not fit undivided); op=Sum with a factor is Horovod's ValueError."""

@@ -50,6 +50,20 @@ def public_collectives(rank: int) -> dict:
     return report
 
 
+def reducescatter_grads(rank: int) -> dict:
+    """Horovod's reducescatter gradient: every rank's output gradient gathered, times the size for Sum and the
+    scale factors. Each rank's output gradient is (rank + 1) everywhere, so the ranks' parts are told apart."""
+    v = tf.Variable(tf.reshape(tf.range(8, dtype=tf.float32), [4, 2]))
+    dy = tf.fill([2, 2], float(rank + 1))
+    grads = {}
+    for label, kwargs in (("sum", {"op": hvd.Sum}), ("average", {"op": hvd.Average}),
+                          ("sum_postscale", {"op": hvd.Sum, "postscale_factor": 0.25})):
+        with tf.GradientTape() as tape:
+            out = hvd.reducescatter(v, **kwargs)
+        grads[label] = tape.gradient(out, v, output_gradients=dy).numpy().tolist()
+    return {"reducescatter_grads": grads}
+
+
 def tape_step(rank: int) -> dict:
     """d(sum(w * c))/dw = c: the tape's averaged gradient is the average of the ranks' c."""
     w = tf.Variable(tf.zeros([len(GRADS[0])]))
@@ -96,6 +110,7 @@ def main() -> int:
     rank = hvd.rank()
     report = {"rank": rank, "size": hvd.size(), "fp16_policy": bool(hvd.engine_info()["intra_fp16"])}
     report.update(public_collectives(rank))
+    report.update(reducescatter_grads(rank))
     report.update(tape_step(rank))
     report.update(keras_step(rank))
     report.update(predivide(rank))

@@ -405,16 +405,31 @@ def _reducescatter_one(tensor: Any, op: str, name: Optional[str], prescale_facto
         raise NotImplementedError("hvd.reducescatter supports hvd.Sum and hvd.Average, not %r" % (op,))
     tensor = tf.convert_to_tensor(tensor)
     size, rank = group.size, group.rank
+    scatter_name = _auto_name("reducescatter", name, group)
     if tensor.shape.rank == 0:
-        full = _auto_name("allreduce", name, group)
-        _refuse(full, _split_error("hvd.reducescatter: a scalar has no first dimension to scatter"), group)
-    reduced = _allreduce(tensor, op, prescale_factor, postscale_factor, name, group)
-    rows = tf.shape(tensor)[0]
-    base, extra = rows // size, rows % size
-    # Horovod's split: the first (rows % size) ranks get one row more
-    begin = rank * base + tf.minimum(rank, extra)
-    count = base + tf.cast(rank < extra, base.dtype)
-    return reduced[begin:begin + count]
+        _refuse(_auto_name("allreduce", scatter_name, group),
+                _split_error("hvd.reducescatter: a scalar has no first dimension to scatter"), group)
+
+    @tf.custom_gradient
+    def scatter(x: Any) -> Any:
+        reduced = _allreduce(x, op, prescale_factor, postscale_factor, scatter_name, group)
+        rows = tf.shape(x)[0]
+        base, extra = rows // size, rows % size
+        # Horovod's split: the first (rows % size) ranks get one row more
+        begin = rank * base + tf.minimum(rank, extra)
+        count = base + tf.cast(rank < extra, base.dtype)
+
+        def grad(dy: Any) -> Any:
+            # Horovod's gradient: every rank's output gradient gathered, times the set's size for Sum and the
+            # scale factors (Average: not divided)
+            factor = (size if op == Sum else 1) * prescale_factor * postscale_factor
+            dy = tf.convert_to_tensor(dy)
+            return _native.ops().perseus_allgather(dy * tf.cast(factor, dy.dtype) if factor != 1 else dy,
+                                                   tensor_name="grad.%s" % scatter_name, process_set_id=group.id)
+
+        return reduced[begin:begin + count], grad
+
+    return scatter(tensor)
 
 
 def reducescatter(tensor: Any, device_dense: str = "", compression: Compressor = Compression.none, op: Any = Average,
