@@ -8,7 +8,8 @@ the DistributedOptimizers) use the engine's fp16 wire policy (PERSEUS_ALLREDUCE_
 hvd.ProcessSet, add_process_set / remove_process_set, init(process_sets=...), process_set= on every collective
 and on the tape and optimizers (process_sets.py). `hvd.keras` is reachable as an attribute (Keras 3, and
 Keras 2: tf_keras with TF_USE_LEGACY_KERAS=1 or the keras 2.x package of TensorFlow <= 2.15). Not supported yet
-(each raises NotImplementedError saying so): Adasum, hvd.join, the timeline, backward_passes_per_step > 1.
+(each raises NotImplementedError saying so): Adasum, hvd.join, the timeline, backward_passes_per_step > 1 on a
+tf.compat.v1 optimizer (Keras optimizers aggregate locally: aggregation.py).
 """
 from typing import Any
 

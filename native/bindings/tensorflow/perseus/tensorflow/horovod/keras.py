@@ -21,6 +21,7 @@ from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, g
 from .collectives import (Adasum, Average, ProcessSet, Sum, add_process_set, allreduce as _tf_allreduce,
                           broadcast_variables, global_process_set, remove_process_set)
 from .compression import Compression, Compressor
+from .aggregation import LocalAggregation
 from .gradient_tape import allreduce_gradients, local_layer_list, predivide_check
 from .process_sets import check_registered
 
@@ -46,9 +47,13 @@ def _keras() -> Tuple[Any, int]:
 
 
 def _class_keras_major(cls: Any) -> int:
-    """The Keras major version of the package the optimizer class comes from (keras, tf_keras)."""
-    package = sys.modules.get(cls.__module__.split(".")[0])
-    major = _major(package)
+    """The Keras major version of the package the optimizer class comes from (keras, tf_keras): the class's own,
+    or, for a user's subclass, that of the first Keras class it derives from."""
+    major = 0
+    for klass in cls.__mro__:
+        if klass.__module__.split(".")[0] in ("keras", "tf_keras"):
+            major = _major(sys.modules.get(klass.__module__.split(".")[0]))
+            break
     if major not in (2, 3):
         raise ValueError("hvd.keras.DistributedOptimizer wraps a Keras 2 or Keras 3 optimizer, not %s.%s; a "
                          "tf.compat.v1.train.Optimizer goes to hvd.DistributedOptimizer" % (cls.__module__, cls.__name__))
@@ -63,15 +68,22 @@ def DistributedOptimizer(optimizer: Any, name: Optional[str] = None, device_dens
                          scale_local_gradients: bool = True) -> Any:
     """The optimizer of the same class and configuration whose apply() (Keras 3) or apply_gradients()
     (Keras 2) first allreduces the gradients."""
-    if backward_passes_per_step != 1:
-        raise NotImplementedError("not supported yet: backward_passes_per_step > 1 in perseus.tensorflow.horovod.keras")
     predivide_check(gradient_predivide_factor, op)
     if op == Adasum:
         raise NotImplementedError("not supported: hvd.Adasum in perseus.tensorflow.horovod.keras (use hvd.Average)")
     check_registered(process_set, "hvd.DistributedOptimizer")
     cls = _distributed_class(type(optimizer), compression, op, sparse_as_dense, process_set,
                              gradient_predivide_factor)
-    return cls.from_config(optimizer.get_config())
+    distributed = cls.from_config(optimizer.get_config())
+    helper = None
+    if backward_passes_per_step != 1:
+        def reduce(grads: list) -> list:
+            return _reduce(distributed, grads, getattr(distributed, "_perseus_variables", None), compression, op,
+                           sparse_as_dense, process_set, gradient_predivide_factor)
+
+        helper = LocalAggregation(backward_passes_per_step, average_aggregated_gradients, sparse_as_dense, reduce)
+    object.__setattr__(distributed, "_agg_helper", helper)
+    return distributed
 
 
 def _reduce(optimizer: Any, grads: list, variables: Any, compression: Compressor, op: Any,
@@ -117,8 +129,15 @@ def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_de
             grads = list(grads)
             variables = trainable_variables if trainable_variables is not None else getattr(
                 self, "_trainable_variables", None)
-            reduced = _reduce(self, grads, variables, compression, op, sparse_as_dense, process_set, predivide)
-            return base.apply(self, reduced, trainable_variables)
+            helper = getattr(self, "_agg_helper", None)
+            if helper is None:
+                reduced = _reduce(self, grads, variables, compression, op, sparse_as_dense, process_set, predivide)
+                return base.apply(self, reduced, trainable_variables)
+            if not self.built and variables is not None:
+                self.build(variables)  # the slots: not inside the cond below
+            object.__setattr__(self, "_perseus_variables", variables)
+            aggregated = helper.compute_gradients(grads)
+            return helper.apply(lambda: base.apply(self, aggregated, trainable_variables), self.iterations)
 
         methods = {"apply": apply}
     else:
@@ -134,19 +153,33 @@ def _distributed_class(base: Any, compression: Compressor, op: Any, sparse_as_de
             else:
                 value = loss() if callable(loss) else loss
             grads = tape.gradient(value, variables, grad_loss)
-            reduced = _reduce(self, list(grads), variables, compression, op, sparse_as_dense, process_set, predivide)
+            helper = getattr(self, "_agg_helper", None)
+            if helper is not None:
+                object.__setattr__(self, "_perseus_variables", variables)
+                reduced = helper.compute_gradients(list(grads))
+            else:
+                reduced = _reduce(self, list(grads), variables, compression, op, sparse_as_dense, process_set,
+                                  predivide)
             object.__setattr__(self, "_perseus_reduced", True)
             return list(zip(reduced, variables))
 
         def apply_gradients(self: Any, grads_and_vars: Any, *args: Any, **kw: Any) -> Any:
             pairs = list(grads_and_vars)
             variables = [v for _, v in pairs]
-            if getattr(self, "_perseus_reduced", False):  # from _compute_gradients: reduced already
+            helper = getattr(self, "_agg_helper", None)
+            if getattr(self, "_perseus_reduced", False):  # from _compute_gradients: reduced (or aggregated) already
                 object.__setattr__(self, "_perseus_reduced", False)
+            elif helper is not None:
+                object.__setattr__(self, "_perseus_variables", variables)
+                pairs = list(zip(helper.compute_gradients([g for g, _ in pairs]), variables))
+            else:
+                reduced = _reduce(self, [g for g, _ in pairs], variables, compression, op, sparse_as_dense,
+                                  process_set, predivide)
+                pairs = list(zip(reduced, variables))
+            if helper is None:
                 return base.apply_gradients(self, pairs, *args, **kw)
-            reduced = _reduce(self, [g for g, _ in pairs], variables, compression, op, sparse_as_dense, process_set,
-                              predivide)
-            return base.apply_gradients(self, list(zip(reduced, variables)), *args, **kw)
+            helper.apply(lambda: base.apply_gradients(self, pairs, *args, **kw), self.iterations)
+            return self.iterations
 
         methods = {"apply_gradients": apply_gradients, "_compute_gradients": _compute_gradients}
     methods.update({"_perseus_distributed": True, "__module__": base.__module__,

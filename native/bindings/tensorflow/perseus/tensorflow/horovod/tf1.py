@@ -75,7 +75,8 @@ def DistributedOptimizer(optimizer: Any, name: Optional[str] = None, use_locking
     """A tf.compat.v1.train.Optimizer whose gradients are averaged (or summed) over the ranks of `process_set`
     (every rank by default; a rank outside the set keeps its own)."""
     if kwargs.get("backward_passes_per_step", 1) != 1:
-        raise NotImplementedError("not supported yet: backward_passes_per_step > 1 in perseus.tensorflow.horovod")
+        raise NotImplementedError("not supported yet: backward_passes_per_step > 1 with a tf.compat.v1.train.Optimizer "
+                                  "in perseus.tensorflow.horovod (Keras optimizers aggregate locally)")
     check_registered(process_set, "hvd.DistributedOptimizer")
     predivide_check(gradient_predivide_factor, op)
     return _DistributedOptimizer(optimizer, name, compression, op, sparse_as_dense, process_set,
