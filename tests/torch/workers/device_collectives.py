@@ -79,6 +79,26 @@ def broadcast_from_last_rank():
 
 
 @case
+def process_set_collectives():
+    """CUDA tensors on registered process sets (each set runs an engine of its own): every rank as a set, and a
+    set of the last rank alone."""
+    every = hvd.add_process_set(list(range(size)))
+    alone = hvd.add_process_set([size - 1])
+    try:
+        x = values(3001)
+        compare("process_set_allreduce", hvd.allreduce(x.to(dev), op=hvd.Sum, name="d.ps", process_set=every),
+                hvd.allreduce(x, op=hvd.Sum, name="h.ps", process_set=every))
+        on_dev = x.to(dev)
+        hvd.broadcast_(on_dev, root_rank=0, name="d.psbc", process_set=every)
+        compare("process_set_broadcast", on_dev, hvd.broadcast(x, root_rank=0, name="h.psbc", process_set=every))
+        if alone.included():
+            compare("process_set_of_one", hvd.allreduce(x.to(dev), name="d.one", process_set=alone), x)
+    finally:
+        hvd.remove_process_set(alone)
+        hvd.remove_process_set(every)
+
+
+@case
 def ddp_step_gradients():
     torch.manual_seed(0)
     base = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 64))
