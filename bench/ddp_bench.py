@@ -108,7 +108,7 @@ def worker(variant: str, steps: int, warmup: int, batch: int) -> None:
     sent_per_step = (tx_bytes() - sent_before) / max(1, steps)
     state = getattr(ddp, "_perseus_state", None)
     streams = None
-    if state is not None and hasattr(state, "engine"):  # the Python engine of releases before issue 13
+    if state is not None and hasattr(state, "engine"):  # the Python engine of earlier perseus.torch builds
         streams = state.engine.tuner.describe()
     elif state is not None:  # the native engine
         info = state.world.engine.info()
@@ -144,7 +144,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                      formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     parser.add_argument("--steps", type=int, default=12, help="measured steps per variant")
-    # 10, as Horovod's synthetic benchmark (it covered the stream tuning of the Python engine before issue 13,
+    # 10, as Horovod's synthetic benchmark (it covered the stream tuning of the Python engine of earlier perseus.torch builds,
     # 1 then 4 streams over its first 8 steps, for every variant alike)
     parser.add_argument("--warmup", type=int, default=10, help="steps before measuring")
     parser.add_argument("--batch", type=int, default=32, help="batch size per rank")

@@ -299,7 +299,7 @@ def test_collective_missing_on_a_rank_fails_after_the_timeout(engine_library, tm
 
 
 def test_gossip_downsampling_sends_one_element_in_n_and_loses_nothing_with_momentum_1(engine_library):
-    """perseus_engine_allreduce_downsampled (issue 13: downsampling moved from the torch binding into the engine)."""
+    """perseus_engine_allreduce_downsampled: gossip downsampling in the engine."""
     proc = perseusrun(engine_library, 2, "downsample", env={"PERSEUS_ALLREDUCE_DTYPE": "1",
                                                              "PERSEUS_ALLREDUCE_FUSION": "0"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -3,8 +3,7 @@
 Plain DDP runs on a recording backend (workers/recording_backend.py: ProcessGroupGloo logging the dtype
 and bytes of every tensor handed to it); perseus runs on its native engine, whose own counters give the
 payload bytes per wire level and dtype (perseus_engine_wire_bytes), so the wire format is observed, not
-inferred from a flag. (Until issue 13 perseus ran on torch.distributed groups and the recording backend
-saw both.)
+inferred from a flag.
 """
 
 import pytest
@@ -145,7 +144,7 @@ def test_fusion_0_sends_each_bucket_alone_and_automatic_fusion_never_sends_more(
 
 def test_streams_set_by_the_user_are_the_engines(suite):
     """PERSEUS_ALLREDUCE_STREAMS=4: four engine streams. (The stream tuner that chooses the count when the
-    variable is unset is the engine's now, issue 12; its tests are the engine's.)"""
+    variable is unset is the engine's; its tests are the engine's.)"""
     for rank in case(suite, "streams_set"):
         assert rank["streams"] == 4
         assert rank["records"]["all"]["float16"][1] == 4 * rank["numel"] * 2
@@ -196,7 +195,7 @@ def test_perf_check_reports_the_slow_rank_on_its_own_machine(suite):
 
 def test_variables_this_build_cannot_honour_warn_once_saying_why(suite):
     for messages in case(suite, "unhonoured"):
-        # PERSEUS_OFFLINE_NEG is set in this case too: the engine honours it now (issue 12), so no warning
+        # PERSEUS_OFFLINE_NEG is set in this case too: the engine honours it, so no warning
         assert not any(m.startswith("PERSEUS_OFFLINE_NEG") for m in messages), messages
         for variable, reason in [("PERSEUS_NCCL_ENABLE", "special perseus build"),
                                  ("PERSEUS_NCCL_NETWORK_INTERFACE", "no NCCL communicator"),

@@ -1,4 +1,4 @@
-"""hvd.init() under a plain Open MPI `mpirun` (and MPICH's `mpiexec`) with no MASTER_ADDR (issue 13): perseus's collectives need no
+"""hvd.init() under a plain Open MPI `mpirun` (and MPICH's `mpiexec`) with no MASTER_ADDR: perseus's collectives need no
 torch.distributed; the engine's MPI bootstrap plugin (shipped beside _perseus_engine.so) agrees rank 0's
 address and a free port through MPI itself."""
 

@@ -1,7 +1,7 @@
 """Where perseus's engine rendezvous: its own store on a PERSEUS_MASTER_PORT the user set; otherwise (DDP) on a
 free port rank 0 picks and publishes through torch's store, so jobs side by side never collide and the seed's
-6666 is never opened unless asked for. (Before issue 13 perseus joined torch's store server itself; the native
-engine has a store of its own.) Ports are free ones (bound to port 0), never fixed."""
+6666 is never opened unless asked for. The native engine has a
+store of its own. Ports are free ones (bound to port 0), never fixed."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""perseus.torch.horovod gives Horovod's results where it once gave silently wrong ones (issue 27), on 2 real
+"""perseus.torch.horovod gives Horovod's results where it once gave silently wrong ones, on 2 real
 processes: broadcast of int8/int16, autograd through the collectives, integer scale factors, async handles
 that are pending at submit, allgather/broadcast refused while a rank has joined."""
 

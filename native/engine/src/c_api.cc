@@ -293,7 +293,7 @@ perseus_engine_status perseus_engine_release(perseus_engine* engine, perseus_eng
   });
 }
 
-// ---- gradients: gossip downsampling, wire accounting (issue 13) ---------------------------------
+// ---- gradients: gossip downsampling, wire accounting ------------------------------------------
 
 perseus_engine_status perseus_engine_allreduce_downsampled(perseus_engine* engine, const char* name, float* buffer,
                                                            int64_t numel, int n, float momentum,

@@ -1,4 +1,4 @@
-"""Results of perseus.torch.horovod that were silently wrong once (issue 27): each case returns what every
+"""Results of perseus.torch.horovod that were silently wrong once: each case returns what every
 rank saw; tests/torch/test_hvd_semantics.py compares with Horovod's semantics."""
 
 import os

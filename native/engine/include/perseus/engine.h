@@ -167,7 +167,7 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_allgather_result(
     uint64_t* total_bytes);
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_release(perseus_engine* engine, perseus_engine_handle handle);
 
-/* ---- gradients (issue 13) ---------------------------------------------------------------------
+/* ---- gradients --------------------------------------------------------------------------------
  * In place fp32 gradient allreduce with gossip downsampling (PERSEUS_DOWNSAMPLE_N_ELEMENTS = n,
  * PERSEUS_GRADIENT_MOMENTUM = momentum): at the k-th call under `name` only the elements i with
  * i % n == k % n travel (through the ordinary allreduce and its wire policy, named "<name>#ds<k % n>");
@@ -191,7 +191,7 @@ PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_serve(const char* 
 PERSEUS_ENGINE_API int perseus_engine_store_port(perseus_engine_store* store);
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_store_stop(perseus_engine_store* store);
 
-/* ---- device buffers (CUDA; issue 12) ------------------------------------------------------------
+/* ---- device buffers (CUDA) ---------------------------------------------------------------------
  * A collective on memory of CUDA device `device` (the id as this process numbers its devices; it may
  * differ by rank). The caller must have finished writing the buffer (synchronised its stream) before the
  * submit; the result is in place when perseus_engine_wait() returns. Ranks agree the order as for host

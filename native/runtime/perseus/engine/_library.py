@@ -168,7 +168,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn = getattr(lib, name)
         fn.restype = restype
         fn.argtypes = argtypes
-    # issue 13 (gradients): declared where present (every ABI-2 library built from this checkout has them)
+    # the gradient entries: declared where present (every ABI-2 library built from this checkout has them)
     optional = {
         "perseus_engine_allreduce_downsampled": (c_int, [c_void_p, c_char_p, c_void_p, ctypes.c_int64, c_int,
                                                          ctypes.c_float, c_int, handle_p]),

@@ -1,4 +1,4 @@
-"""The rendezvous store perseusrun serves for the jobs it launches (issue 12: "served by perseusrun or by rank 0").
+"""The rendezvous store perseusrun serves for the jobs it launches (or rank 0 serves it: see below).
 
 When the master host is this machine, perseusrun starts the engine's TCP key-value store
 (perseus_engine_store_serve, the same store rank 0 would serve) in a child process on a free port, before any
