@@ -21,14 +21,14 @@ helpers = importlib.util.module_from_spec(_helpers)
 _helpers.loader.exec_module(helpers)  # type: ignore[union-attr]
 
 
-def run_job(python: str, case: str, np_: int = 2, extra=None):
+def run_job(python: str, case: str, np_: int = 2, extra=None, worker: Path = WORKER):
     master, perseus = helpers.free_ports(2)
     env = helpers.base_env("", dict({"MASTER_PORT": str(master), "PERSEUS_MASTER_PORT": str(perseus)}, **(extra or {})))
     env.pop("PERSEUS_ENGINE_LIBRARY")  # the engine linked into perseus_mxnet's library
     # the checkout's perseus.mxnet sources in front of the installed wheel (which holds the library)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO_ROOT / "native" / "runtime"),
                                          str(REPO_ROOT / "native" / "bindings" / "mxnet")])
-    proc = subprocess.run([helpers.PERSEUSRUN, "-np", str(np_), "--", python, str(WORKER), case], env=env,
+    proc = subprocess.run([helpers.PERSEUSRUN, "-np", str(np_), "--", python, str(worker), case], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     found = helpers.reports(proc.stdout)

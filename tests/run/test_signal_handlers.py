@@ -6,9 +6,13 @@ perseusrun then ignores every further signal and relays no more output (a CI run
 import signal
 import threading
 
+import pytest
+
 from perseus.run import args
 from perseus.run.elastic.driver import Driver
 from perseus.run.supervisor import Supervisor
+
+pytestmark = pytest.mark.integration  # the elastic driver binds its service socket (tests/support/fast_tier.py)
 
 
 def _returns_while_held(lock: threading.Lock, handler) -> bool:
