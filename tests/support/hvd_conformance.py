@@ -74,6 +74,8 @@ _TORCH = ("float32", "float64", "float16", "bfloat16", "uint8", "int8", "int16",
 _TF_REDUCE = ("uint8", "int8", "int32", "int64", "float16", "bfloat16", "float32", "float64")  # + bfloat16: ours
 _TF_MOVE = _TF_REDUCE + ("uint16", "int16", "bool")
 _MXNET = ("float16", "float32", "float64", "uint8", "int8", "int32", "int64")
+_HOST_REDUCE = _MXNET  # perseus.horovod_kit.host_collectives: REDUCIBLE
+_HOST_MOVE = _MXNET + ("bool",)  # MOVABLE
 BINDINGS = {
     "torch": Binding("torch", "native/bindings/torch/perseus/torch/horovod/__init__.py",
                      {c: _TORCH for c in COLLECTIVES}, ALLGATHER_MODES, "tests/torch/test_hvd_conformance.py"),
@@ -83,6 +85,10 @@ BINDINGS = {
                           "tests/tensorflow/test_tf_conformance.py"),
     "mxnet": Binding("mxnet", "native/bindings/mxnet/perseus/mxnet/__init__.py", {c: _MXNET for c in COLLECTIVES},
                      ("concat",), "tests/mxnet/test_mxnet_conformance.py"),
+    # the kit alone, under a binding that only converts (the identity): tests/support/numpy_binding
+    "numpy": Binding("numpy", "tests/support/numpy_binding/__init__.py",
+                     {"allreduce": _HOST_REDUCE, "reducescatter": _HOST_REDUCE, "allgather": _HOST_MOVE,
+                      "broadcast": _HOST_MOVE, "alltoall": _HOST_MOVE}, ("concat",), "tests/kit/test_numpy_binding.py"),
 }
 
 

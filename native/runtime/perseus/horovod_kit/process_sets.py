@@ -39,9 +39,11 @@ _registered = {}  # type: Dict[int, ProcessSet]
 _next_id = [1]
 
 
-def bind_queries(size: Callable[[], int], rank: Callable[[], int]) -> None:
-    """The binding's job size and global rank, which ProcessSet answers with."""
+def bind_queries(size: Callable[[], int], rank: Callable[[], int], engine: Optional[Callable[[], Any]] = None) -> None:
+    """The binding's job size and global rank, which ProcessSet answers with (and the job's engine, for Group)."""
     _queries["size"], _queries["rank"] = size, rank
+    if engine is not None:
+        _queries["engine"] = engine
 
 
 def is_global(process_set: Any) -> bool:
@@ -182,3 +184,23 @@ def root_index(member: Optional[ProcessSet], root_rank: int, job_size: int, api:
     if root_rank not in member.ranks:
         raise ValueError("{}: root_rank={} is not in the process set {}".format(api, root_rank, member.ranks))
     return member.ranks.index(root_rank)
+
+
+class Group(object):
+    """Where a collective runs: the engine, this rank's number and the size, of the global set (the job's engine,
+    bind_queries) or of a registered set this rank is a member of (its handle; refused by name otherwise); `scope`
+    counts the set's unnamed calls apart."""
+
+    def __init__(self, process_set: Any, api: str) -> None:
+        self.api = api
+        self.member = member_set(process_set, api)  # type: Optional[ProcessSet]
+        if self.member is None:
+            self.engine, self.rank, self.size = _queries["engine"](), _queries["rank"](), _queries["size"]()
+            self.scope = None  # type: Optional[int]
+        else:
+            self.engine, self.rank, self.size = self.member.handle, self.member.rank(), self.member.size()
+            self.scope = self.member.process_set_id
+
+    def root(self, global_rank: int) -> int:
+        """A global root rank as this group numbers it."""
+        return root_index(self.member, global_rank, self.size, self.api)

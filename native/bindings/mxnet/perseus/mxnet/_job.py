@@ -35,4 +35,4 @@ local_size = _basics.local_size
 local_rank = _basics.local_rank
 cross_size = _basics.cross_size
 cross_rank = _basics.cross_rank
-_sets.bind_queries(size, rank)
+_sets.bind_queries(size, rank, engine)

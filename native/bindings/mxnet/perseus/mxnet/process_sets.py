@@ -13,7 +13,7 @@ import os
 from typing import Any, List, Optional
 
 from perseus.horovod_kit import process_sets as _kit
-from perseus.horovod_kit.process_sets import ProcessSet, global_process_set  # noqa: F401 (perseus.mxnet's names)
+from perseus.horovod_kit.process_sets import Group, ProcessSet, global_process_set  # noqa: F401 (perseus.mxnet's names)
 
 from . import _job as _world
 
@@ -46,23 +46,3 @@ def close_all():
     # type: () -> None
     """At shutdown: every registered set's engine is closed (the next init starts with none)."""
     _kit.remove_all(_close_engine)
-
-
-class Group(object):
-    """Where a collective runs: the engine, this rank's number and the size, of the global set or of a
-    registered one of which this rank is a member (refused by name otherwise); `scope` counts its unnamed calls."""
-
-    def __init__(self, process_set, api):
-        # type: (Any, str) -> None
-        self.api = api
-        self.member = _kit.member_set(process_set, api)  # type: Optional[ProcessSet]
-        if self.member is None:
-            self.engine, self.rank, self.size, self.scope = _world.engine(), _world.rank(), _world.size(), None
-        else:
-            self.engine, self.rank, self.size = self.member.handle, self.member.rank(), self.member.size()
-            self.scope = self.member.process_set_id
-
-    def root(self, global_rank):
-        # type: (int) -> int
-        """A global root rank as this group numbers it."""
-        return _kit.root_index(self.member, global_rank, self.size, self.api)
