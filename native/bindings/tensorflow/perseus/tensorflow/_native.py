@@ -7,7 +7,9 @@ compiler and the release. load() compares it with the running TensorFlow BEFORE 
 differs and which wheel to install instead. After loading it also checks that the library's own
 embedded manifest is the file's (a swapped file is caught).
 
-Python 3.6 compatible (TensorFlow 1.15 cells run on it).
+The manifest's reading and the install checks are the kit's (perseus.horovod_kit.manifest.Wheel); what is
+TensorFlow's is the running build's facts and how they compare. Python 3.6 compatible (TensorFlow 1.15 cells run
+on it).
 """
 import ctypes
 import json
@@ -15,21 +17,16 @@ import os
 import threading
 from typing import Any, Dict, List, Optional
 
-MANIFEST_FILE = "build_manifest.json"
+from perseus.horovod_kit.manifest import (INSTALLER, MANIFEST_FILE, BrokenInstallError,  # noqa: F401
+                                          BuildMismatchError, Wheel, abi_words, cuda_words, wheel_version)
+
 LIBRARY_FILE = "_perseus_tf_ops.so"
-INSTALLER = "install_AIACC-Training.sh"
+WHEEL = Wheel("perseus_tensorflow", "TensorFlow", "tensorflow_version",
+              ("release", "version", "tensorflow_version", "tensorflow_cuda", "cxx11_abi", "cxx_standard", "compiler"))
 
 _lock = threading.Lock()
 _loaded = None  # type: Optional[Any]
 _loaded_from = None  # type: Optional[str]
-
-
-class BuildMismatchError(ImportError):
-    """perseus_tensorflow was built for another TensorFlow / CUDA / C++ ABI than the running one."""
-
-
-class BrokenInstallError(ImportError):
-    """The perseus_tensorflow files are missing or inconsistent."""
 
 
 def package_dir():
@@ -44,24 +41,7 @@ def library_path(directory=None):
 
 def read_manifest(directory=None):
     # type: (Optional[str]) -> Dict[str, Any]
-    path = os.path.join(directory or package_dir(), MANIFEST_FILE)
-    try:
-        with open(path) as handle:
-            manifest = json.load(handle)
-    except (IOError, OSError) as error:
-        raise BrokenInstallError(
-            "perseus_tensorflow is incomplete: cannot read %s (%s); reinstall the perseus_tensorflow wheel "
-            "for your TensorFlow, or run %s" % (path, error, INSTALLER))
-    except ValueError as error:
-        raise BrokenInstallError(
-            "perseus_tensorflow is damaged: %s is not valid JSON (%s); reinstall the perseus_tensorflow "
-            "wheel for your TensorFlow, or run %s" % (path, error, INSTALLER))
-    missing = [key for key in ("release", "version", "tensorflow_version", "tensorflow_cuda", "cxx11_abi",
-                               "cxx_standard", "compiler") if key not in manifest]
-    if missing:
-        raise BrokenInstallError("perseus_tensorflow is damaged: %s lacks %s; reinstall it"
-                                 % (path, ", ".join(missing)))
-    return manifest
+    return WHEEL.read_manifest(directory or package_dir())
 
 
 def running_environment():
@@ -78,16 +58,6 @@ def running_environment():
     }
 
 
-def _cuda_words(cuda):
-    # type: (Optional[str]) -> str
-    return "CUDA %s" % cuda if cuda else "CPU only"
-
-
-def _abi_words(flag):
-    # type: (bool) -> str
-    return "cxx11 ABI" if flag else "pre-cxx11 ABI"
-
-
 def mismatches(manifest, running):
     # type: (Dict[str, Any], Dict[str, Any]) -> List[str]
     """Each difference between the build and the running TensorFlow, in words."""
@@ -96,11 +66,11 @@ def mismatches(manifest, running):
         found.append("TensorFlow %s (built) vs %s (installed)"
                      % (manifest["tensorflow_version"], running["tensorflow_version"]))
     if (manifest["tensorflow_cuda"] or None) != (running["tensorflow_cuda"] or None):
-        found.append("%s (built) vs %s (installed)" % (_cuda_words(manifest["tensorflow_cuda"]),
-                                                       _cuda_words(running["tensorflow_cuda"])))
+        found.append("%s (built) vs %s (installed)" % (cuda_words(manifest["tensorflow_cuda"]),
+                                                       cuda_words(running["tensorflow_cuda"])))
     if bool(manifest["cxx11_abi"]) != bool(running["cxx11_abi"]):
-        found.append("%s (built) vs %s (installed TensorFlow)" % (_abi_words(manifest["cxx11_abi"]),
-                                                                  _abi_words(running["cxx11_abi"])))
+        found.append("%s (built) vs %s (installed TensorFlow)" % (abi_words(manifest["cxx11_abi"]),
+                                                                  abi_words(running["cxx11_abi"])))
     return found
 
 
@@ -108,16 +78,15 @@ def mismatch_message(manifest, running, found):
     # type: (Dict[str, Any], Dict[str, Any], List[str]) -> str
     public = running["tensorflow_version"].split("+")[0]
     compiler = manifest.get("compiler") or {}
-    from perseus.horovod_kit.manifest import wheel_version
     return (
         "perseus_tensorflow %s was built for TensorFlow %s (%s, %s, C++%s, %s %s) but TensorFlow %s (%s, %s) "
         "is installed: %s. Install perseus_tensorflow %s (the wheel of the same release built for "
         "TensorFlow %s, %s), or run %s, which picks the matching wheel."
-        % (manifest["version"], manifest["tensorflow_version"], _cuda_words(manifest["tensorflow_cuda"]),
-           _abi_words(manifest["cxx11_abi"]), manifest["cxx_standard"], compiler.get("id", "?"),
-           compiler.get("version", "?"), running["tensorflow_version"], _cuda_words(running["tensorflow_cuda"]),
-           _abi_words(running["cxx11_abi"]), "; ".join(found), wheel_version(manifest["release"], public), public,
-           _cuda_words(running["tensorflow_cuda"]), INSTALLER))
+        % (manifest["version"], manifest["tensorflow_version"], cuda_words(manifest["tensorflow_cuda"]),
+           abi_words(manifest["cxx11_abi"]), manifest["cxx_standard"], compiler.get("id", "?"),
+           compiler.get("version", "?"), running["tensorflow_version"], cuda_words(running["tensorflow_cuda"]),
+           abi_words(running["cxx11_abi"]), "; ".join(found), wheel_version(manifest["release"], public), public,
+           cuda_words(running["tensorflow_cuda"]), INSTALLER))
 
 
 def check_manifest(manifest, running=None):
@@ -139,24 +108,14 @@ def load(directory=None):
             manifest = read_manifest(directory)
             check_manifest(manifest)
             library = library_path(directory)
-            if not os.path.isfile(library):
-                raise BrokenInstallError(
-                    "perseus_tensorflow is incomplete: %s is missing; reinstall the perseus_tensorflow wheel"
-                    % library)
+            WHEEL.require_library(library)
             import tensorflow as tf
 
             module = tf.load_op_library(library)
-            embedded = _embedded_manifest(library)
-            if embedded != manifest:
-                raise BrokenInstallError(
-                    "perseus_tensorflow is inconsistent: %s does not describe %s (the library was built as %s "
-                    "for TensorFlow %s); reinstall the perseus_tensorflow wheel"
-                    % (os.path.join(directory, MANIFEST_FILE), library, embedded.get("version"),
-                       embedded.get("tensorflow_version")))
+            WHEEL.check_embedded(_embedded_manifest(library), manifest, directory, library)
             _loaded, _loaded_from = module, directory
         elif directory != _loaded_from:
-            raise BrokenInstallError("perseus op library already loaded from %s; cannot load a second copy from %s"
-                                     % (_loaded_from, directory))
+            raise WHEEL.second_copy(_loaded_from, directory)
     return _loaded
 
 
