@@ -75,6 +75,9 @@ def render_c_header() -> str:
             value = getattr(spec.parse, bound, None)
             if value is not None:
                 lines.append(f"#define PERSEUS_{bound[:3].upper()}_{suffix} {value}")
+        accepts = getattr(spec.parse, "accepts", None)
+        if accepts is not None:  # what a native parser's error says the variable accepts
+            lines.append(f"#define PERSEUS_ACCEPTS_{suffix} {c_literal(accepts)}")
         lines.append("")
     # Every alias as X(declared name, alias): the native option parsers read each variable under its aliases
     # too (the engine's setting()), so a spelling perseus.config accepts works in every consumer.

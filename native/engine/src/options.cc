@@ -1,6 +1,7 @@
 #include "options.h"
 
 #include <cerrno>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -90,43 +91,44 @@ void default_options(perseus_engine_options* o) {
 }
 
 void options_from_env(perseus_engine_options* o) {
-  // Names, ranges and defaults come from the one declaration of the variables (perseus/variables.h,
-  // generated from perseus.config), so the engine accepts exactly what the Python runtime accepts.
+  // Names, ranges, defaults and the text an error shows come from the one declaration of the variables
+  // (perseus/variables.h, generated from perseus.config), so the engine accepts exactly what the Python runtime
+  // accepts and says so in the same words.
+#define PERSEUS_DECLARED_INT(SUFFIX, s) \
+  parse_int((s).name, (s).value, PERSEUS_MIN_##SUFFIX, PERSEUS_MAX_##SUFFIX, PERSEUS_ACCEPTS_##SUFFIX)
   if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_DTYPE); s.value != nullptr) {
-    o->wire_dtype = int(parse_int(s.name, s.value, 0, 2,
-                                  "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"));
+    o->wire_dtype = int(PERSEUS_DECLARED_INT(ALLREDUCE_DTYPE, s));
   }
   if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_MODE); s.value != nullptr) {
-    o->mode = int(parse_int(s.name, s.value, 0, 1, "0 (one level) or 1 (two levels)"));
+    o->mode = int(PERSEUS_DECLARED_INT(ALLREDUCE_MODE, s));
   }
   if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE); s.value != nullptr) {
-    o->gradient_scale = float(parse_double(s.name, s.value, "a finite number > 0"));
+    o->gradient_scale = float(parse_double(s.name, s.value, PERSEUS_ACCEPTS_ALLREDUCE_GRADIENT_SCALE));
   }
   if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_STREAMS); s.value != nullptr) {
-    o->streams = int(parse_int(s.name, s.value, PERSEUS_MIN_ALLREDUCE_STREAMS,
-                               PERSEUS_MAX_ALLREDUCE_STREAMS, "an integer 1-12"));
+    o->streams = int(PERSEUS_DECLARED_INT(ALLREDUCE_STREAMS, s));
     o->stream_tuning = 0;  // the user's count is used as it is
   }
   if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_FUSION); s.value != nullptr) {
-    o->fusion = int(parse_int(s.name, s.value, PERSEUS_MIN_ALLREDUCE_FUSION, PERSEUS_MAX_ALLREDUCE_FUSION,
-                              "0 (no fusion) or a granularity 1-128"));
+    o->fusion = int(PERSEUS_DECLARED_INT(ALLREDUCE_FUSION, s));
   }
   if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_NANCHECK); s.value != nullptr) {
-    o->nancheck = int(parse_int(s.name, s.value, 0, 1, "0 or 1"));
+    o->nancheck = int(PERSEUS_DECLARED_INT(ALLREDUCE_NANCHECK, s));
   }
-  if (Setting s = setting(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS); s.value != nullptr) {
-    o->timeout_seconds = int(parse_int(s.name, s.value, PERSEUS_MIN_GLOO_TIMEOUT_SECONDS, 24L * 3600,
-                                       "an integer number of seconds >= 1"));
+  if (Setting s = setting(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS); s.value != nullptr) {  // declared without a maximum
+    o->timeout_seconds = int(parse_int(s.name, s.value, PERSEUS_MIN_GLOO_TIMEOUT_SECONDS, INT_MAX,
+                                       PERSEUS_ACCEPTS_GLOO_TIMEOUT_SECONDS));
   }
   if (Setting s = setting(PERSEUS_ENV_CYCLE_TIME_MS); s.value != nullptr) {
-    o->cycle_ms = parse_double(s.name, s.value, "a number of milliseconds > 0");
+    o->cycle_ms = parse_double(s.name, s.value, PERSEUS_ACCEPTS_CYCLE_TIME_MS);
   }
   if (Setting s = setting(PERSEUS_ENV_OFFLINE_NEG); s.value != nullptr) {
-    o->offline_neg = int(parse_int(s.name, s.value, 0, 1, "0 (negotiate every cycle) or 1 (offline plan)"));
+    o->offline_neg = int(PERSEUS_DECLARED_INT(OFFLINE_NEG, s));
   }
   if (Setting s = setting(PERSEUS_ENV_SHM_DISABLE); s.value != nullptr) {
-    o->shared_memory = parse_int(s.name, s.value, 0, 1, "0 (shared memory inside a node) or 1 (loopback TCP)") ? 0 : 1;
+    o->shared_memory = PERSEUS_DECLARED_INT(SHM_DISABLE, s) ? 0 : 1;
   }
+#undef PERSEUS_DECLARED_INT
   if (const char* v = env("PERSEUS_STORE_ADDR")) {  // perseusrun serves the store: join it, serve none
     const char* colon = std::strrchr(v, ':');
     if (colon == nullptr || colon == v) {

@@ -55,6 +55,34 @@ TEST(Options, BadValuesNameTheVariable) {
   }
 }
 
+// A bad value's message says what the declaration accepts, in its words (PERSEUS_ACCEPTS_*, generated from
+// perseus.config), and the engine takes every value the declaration takes (a timeout has no maximum there).
+TEST(Options, BadValuesSayWhatTheDeclarationAccepts) {
+  perseus_engine_options o;
+  default_options(&o);
+  const struct { const char* name; const char* value; const char* accepts; } cases[] = {
+      {"PERSEUS_ALLREDUCE_DTYPE", "3", PERSEUS_ACCEPTS_ALLREDUCE_DTYPE},
+      {"PERSEUS_ALLREDUCE_MODE", "2", PERSEUS_ACCEPTS_ALLREDUCE_MODE},
+      {"PERSEUS_ALLREDUCE_STREAMS", "13", PERSEUS_ACCEPTS_ALLREDUCE_STREAMS},
+      {"PERSEUS_ALLREDUCE_FUSION", "129", PERSEUS_ACCEPTS_ALLREDUCE_FUSION},
+      {"PERSEUS_ALLREDUCE_NANCHECK", "2", PERSEUS_ACCEPTS_ALLREDUCE_NANCHECK},
+      {"PERSEUS_ALLREDUCE_GRADIENT_SCALE", "0", PERSEUS_ACCEPTS_ALLREDUCE_GRADIENT_SCALE},
+      {"PERSEUS_CYCLE_TIME_MS", "-1", PERSEUS_ACCEPTS_CYCLE_TIME_MS},
+      {"PERSEUS_OFFLINE_NEG", "on", PERSEUS_ACCEPTS_OFFLINE_NEG},
+      {"PERSEUS_SHM_DISABLE", "2", PERSEUS_ACCEPTS_SHM_DISABLE},
+      {"GLOO_TIMEOUT_SECONDS", "0", PERSEUS_ACCEPTS_GLOO_TIMEOUT_SECONDS},
+  };
+  for (const auto& c : cases) {
+    EnvGuard g(c.name, c.value);
+    std::string m = error_of(options_from_env, &o);
+    EXPECT_NE(m.find(std::string(c.name) + "='" + c.value + "' is not valid: it accepts " + c.accepts),
+              std::string::npos) << m;
+  }
+  EnvGuard long_timeout("GLOO_TIMEOUT_SECONDS", "100000");
+  options_from_env(&o);
+  EXPECT_EQ(o.timeout_seconds, 100000);
+}
+
 // Every alias perseus.config declares (PERSEUS_ENV_ALIASES) works as its variable does: set alone it is read,
 // a bad value is named by the spelling that was set, and the declared name wins when both are set.
 TEST(Options, EveryAliasIsReadAsItsVariable) {

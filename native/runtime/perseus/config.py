@@ -51,6 +51,10 @@ def _choice(choices: Dict[str, Any], allowed: str) -> Parser:
             raise ValueError(allowed)
         return choices[raw.strip()]
 
+    parse.accepts = allowed  # type: ignore[attr-defined]  # the C header's PERSEUS_ACCEPTS_
+    numbers = sorted(int(k) for k in choices if k.isdigit())
+    if numbers and len(numbers) == len(choices) and numbers == list(range(numbers[0], numbers[-1] + 1)):
+        parse.minimum, parse.maximum = numbers[0], numbers[-1]  # type: ignore[attr-defined]
     return parse
 
 
@@ -65,6 +69,7 @@ def _int_range(low: int, high: Optional[int]) -> Parser:
         return value
 
     parse.minimum, parse.maximum = low, high  # type: ignore[attr-defined]  # the C header's PERSEUS_MIN_/MAX_
+    parse.accepts = _range_text(low, high)  # type: ignore[attr-defined]
     return parse
 
 
@@ -87,6 +92,7 @@ def _float_range(low: float, high: Optional[float], low_inclusive: bool) -> Pars
             raise ValueError(text)
         return value
 
+    parse.accepts = text  # type: ignore[attr-defined]
     return parse
 
 
