@@ -63,7 +63,7 @@ def test_a_tag_that_never_existed_fails_with_the_nearest_real_ones():
     nearest = message.split("nearest real tags: ", 1)[1].split(". Fix", 1)[0].split(", ")
     assert "nvidia/cuda:11.0.3-cudnn8-devel-ubuntu18.04" in nearest and len(nearest) == 3
     assert all(shipped_table().find(n).status == "available" for n in nearest)
-    assert "docker/base_images.yaml" in message
+    assert "matrix/facts/docker/base_images.yaml" in message
 
 
 def test_a_withdrawn_tag_renders_with_its_status():

@@ -1,4 +1,4 @@
-"""The committed table of upstream base images (docker/base_images.yaml): which tags exist, which
+"""The committed table of upstream base images (matrix/facts/docker/base_images.yaml): which tags exist, which
 NVIDIA has withdrawn (and when), and which were never published; every base image a rendered
 Dockerfile can resolve to is checked against it.
 """
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError, model_validator
 
 from .paths import REPO_ROOT
 
-BASE_IMAGES_FILE = REPO_ROOT / "docker" / "base_images.yaml"
+BASE_IMAGES_FILE = REPO_ROOT / "matrix" / "facts" / "docker" / "base_images.yaml"
 NVIDIA_CUDA = "nvidia/cuda"
 LOCAL_BASE_REPOSITORY = "perseus-base"  # made on this machine (naming.local_base_image), never pulled
 
@@ -159,9 +159,9 @@ def check(table: BaseImageTable, reference: str) -> BaseImageStatus:
         return BaseImageStatus(reference, entry.label)
     absent = table.absent_reason(reference)
     nearest = nearest_tags(table, reference)
-    why = f": {absent}" if absent else " (not in docker/base_images.yaml)"
+    why = f": {absent}" if absent else " (not in matrix/facts/docker/base_images.yaml)"
     raise BaseImageError(
         f"base image {reference} was never published upstream{why}; nearest real tags: "
         + (", ".join(nearest) or "none recorded for " + repository)
-        + ". Fix the matrix or add the tag with its source to docker/base_images.yaml"
+        + ". Fix the matrix or add the tag with its source to matrix/facts/docker/base_images.yaml"
     )

@@ -1,4 +1,4 @@
-"""conda/packages.yaml: which conda packages exist on which channel, in which versions, and why.
+"""matrix/facts/conda/packages.yaml: which conda packages exist on which channel, in which versions, and why.
 
 The renderer asks it whether PyTorch can come from a conda channel for a cell; `check conda`
 checks every rendered environment file against it.
@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from .errors import MatrixError
 from .paths import REPO_ROOT
 
-TABLE_PATH = REPO_ROOT / "conda" / "packages.yaml"
+TABLE_PATH = REPO_ROOT / "matrix" / "facts" / "conda" / "packages.yaml"
 
 
 class PinnedSpec(Protocol):

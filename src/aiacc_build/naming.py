@@ -239,7 +239,7 @@ def distro_base_image(os_type: str) -> str:
 
 
 def cuda_base_image(cuda: str, os_type: str) -> str:
-    """Published images build on NVIDIA's, the real tag from docker/base_images.yaml:
+    """Published images build on NVIDIA's, the real tag from matrix/facts/docker/base_images.yaml:
     `nvidia/cuda:11.0.3-cudnn8-devel-centos7`."""
     return resolve_cuda_image(shipped_table(), cuda, "cudnn-devel", _nvidia_os(os_type))
 

@@ -1,4 +1,4 @@
-"""conda/packages.yaml: loads, cites a source for every entry, and answers the renderer's question."""
+"""matrix/facts/conda/packages.yaml: loads, cites a source for every entry, and answers the renderer's question."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ def test_bake_file_lists_every_image_tag_of_every_cell(rendered, real_releases):
             naming.docker_image_ref(cell, os_type, python, registry=release.info.docker_registry)
             for cell in release.cells
             for os_type in release.info.docker_os_types
-            if unpublished_base(cell, os_type) is None  # NVIDIA never published its base (docker/base_images.yaml)
+            if unpublished_base(cell, os_type) is None  # NVIDIA never published its base (matrix/facts/docker/base_images.yaml)
             for python in cell.env_pythons
         }
         assert expected <= tags

@@ -101,7 +101,7 @@ class TorchAdapter(FrameworkAdapter):
         return facts
 
     def conda_framework(self, cell: Cell, python: str) -> CondaFramework | None:
-        """PyTorch from the channel that has this exact build (conda/packages.yaml), else None (pip)."""
+        """PyTorch from the channel that has this exact build (matrix/facts/conda/packages.yaml), else None (pip)."""
         from ..conda_table import default_conda_table
 
         table = default_conda_table()

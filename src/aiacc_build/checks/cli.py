@@ -85,7 +85,7 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print the r
 @_json_option
 def conda_command(releases: tuple[str, ...], dist: Path | None, table: Path, as_json: bool) -> None:
     """Every conda environment file: valid match specs, every package on a listed channel in the
-    pinned version (conda/packages.yaml, with sources), the era's CUDA conventions, and the cell's
+    pinned version (matrix/facts/conda/packages.yaml, with sources), the era's CUDA conventions, and the cell's
     Python, CUDA, framework build and Perseus wheels."""
     channel_table = load_conda_table(table)
     loaded = _load(releases)

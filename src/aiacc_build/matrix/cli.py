@@ -119,7 +119,7 @@ def show_cmd(cell: str, as_json: bool) -> None:
 @click.argument("files", nargs=-1, type=click.Path(path_type=Path))
 def validate_cmd(files: tuple[Path, ...]) -> None:
     """Validate release FILES (default: every file in matrix/releases), the facts, and every base image
-    their Dockerfiles can resolve to (docker/base_images.yaml). Invalid: exit 3."""
+    their Dockerfiles can resolve to (matrix/facts/docker/base_images.yaml). Invalid: exit 3."""
     from ..base_images import BaseImageError
     from ..render.docker import builder_images, checked_bases, docker_images
     from ..render.support import BuildHost

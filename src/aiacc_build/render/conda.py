@@ -2,7 +2,7 @@
 
 Conda supplies Python, pip and the CUDA runtime; the framework comes from conda where its adapter
 finds a channel with that exact build (PyTorch 1.5.1 to 2.5 on `pytorch`, 1.8.2 LTS on `pytorch-lts`,
-for the Pythons those builds exist for: the table conda/packages.yaml says), else from pip with the
+for the Pythons those builds exist for: the table matrix/facts/conda/packages.yaml says), else from pip with the
 cell's exact requirement; the Perseus wheels always come from the mirror through pip.
 """
 

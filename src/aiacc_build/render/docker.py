@@ -154,7 +154,7 @@ def base_references(args: dict[str, str]) -> list[str]:
 
 
 def checked_bases(images: list[DockerImage], builders: list[BuilderImage]) -> dict[str, BaseImageStatus]:
-    """Every base image the rendered Dockerfiles can resolve to, checked against docker/base_images.yaml."""
+    """Every base image the rendered Dockerfiles can resolve to, checked against matrix/facts/docker/base_images.yaml."""
     table = shipped_table()
     references = [MICROMAMBA_IMAGE] + [r for i in images for r in base_references(i.args)]
     references += [r for b in builders for r in base_references(b.args)]
