@@ -1,36 +1,43 @@
 """The PERSEUS_* variables' generated references: the C header the native code reads them through and
 the reference page, both made from their one declaration in perseus-common (native/runtime/perseus/config.py).
 
-The declaration module is standard-library only, so it is loaded from its file: the tool needs no
-installed perseus-common to generate or check these.
+The declaration module is standard-library only, so it is loaded from its folder: the tool needs no
+installed perseus-common to generate or check these. The page's framework columns are the declaration's
+`RUNTIMES` (the adapters' frameworks, through the generated perseus/_frameworks.py, and Caffe's library).
 """
 
 from __future__ import annotations
 
 import enum
-import importlib.util
+import importlib
 import sys
+import types
 from functools import lru_cache
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
+from .hashing import bytes_sha256
 from .paths import NATIVE_DIR, REPO_ROOT
 
-DECLARATION = NATIVE_DIR / "runtime" / "perseus" / "config.py"
+PERSEUS_SOURCE = NATIVE_DIR / "runtime" / "perseus"
 C_HEADER = NATIVE_DIR / "core" / "include" / "perseus" / "variables.h"
 REFERENCE_PAGE = REPO_ROOT / "docs" / "variables.md"
-FRAMEWORK_COLUMNS = ("torch", "tensorflow", "mxnet", "caffe")
 
 
-@lru_cache(maxsize=1)
-def declaration() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("_perseus_config_declaration", DECLARATION)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses resolve the module of their fields through sys.modules
-    spec.loader.exec_module(module)
-    return module
+@lru_cache(maxsize=None)
+def declaration(source: Path = PERSEUS_SOURCE) -> types.ModuleType:
+    """perseus.config of a perseus source folder, imported as a submodule of a private package over that
+    folder (its __init__ is not run), so its relative import finds that folder's _frameworks.py."""
+    package = "_perseus_source_" + bytes_sha256(str(source).encode())[:12]
+    module = types.ModuleType(package)
+    module.__path__ = [str(source)]
+    sys.modules[package] = module
+    return importlib.import_module(f"{package}.config")
+
+
+def framework_columns(source: Path = PERSEUS_SOURCE) -> tuple[str, ...]:
+    """What a variable can be honoured by: the page's columns, in order."""
+    return tuple(declaration(source).RUNTIMES)
 
 
 def macro_suffix(name: str) -> str:
@@ -53,7 +60,7 @@ def c_literal(value: Any) -> str | None:
     return f'"{text}"'
 
 
-def render_c_header() -> str:
+def render_c_header(source: Path = PERSEUS_SOURCE) -> str:
     lines = [
         "// The PERSEUS_* variables, generated from their one declaration (native/runtime/perseus/config.py)",
         "// by `aiacc-build variables --write`: do not edit. Native code reads a variable by its",
@@ -62,7 +69,7 @@ def render_c_header() -> str:
         "#define PERSEUS_VARIABLES_H_",
         "",
     ]
-    for spec in declaration().VARIABLES:
+    for spec in declaration(source).VARIABLES:
         suffix = macro_suffix(spec.name)
         lines.append(f"/* {spec.name}: {spec.effect}. Allowed: {spec.allowed}. Since {spec.since}. */")
         lines.append(f'#define PERSEUS_ENV_{suffix} "{spec.name}"')
@@ -81,7 +88,7 @@ def render_c_header() -> str:
         lines.append("")
     # Every alias as X(declared name, alias): the native option parsers read each variable under its aliases
     # too (the engine's setting()), so a spelling perseus.config accepts works in every consumer.
-    pairs = [(macro_suffix(spec.name), macro_suffix(alias)) for spec in declaration().VARIABLES for alias in spec.aliases]
+    pairs = [(macro_suffix(spec.name), macro_suffix(alias)) for spec in declaration(source).VARIABLES for alias in spec.aliases]
     lines.append("/* Every alias of a variable, X(PERSEUS_ENV_<name>, PERSEUS_ENV_ALIAS_<alias>). */")
     lines.append("#define PERSEUS_ENV_ALIASES(X)" + (" \\" if pairs else ""))
     for i, (name, alias) in enumerate(pairs):
@@ -96,8 +103,9 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render_reference_page() -> str:
-    config = declaration()
+def render_reference_page(source: Path = PERSEUS_SOURCE) -> str:
+    config = declaration(source)
+    columns = framework_columns(source)
     lines = [
         "# PERSEUS_* variables",
         "",
@@ -107,11 +115,11 @@ def render_reference_page() -> str:
         "first reads it, with the variable, the value and what is allowed; an unknown `PERSEUS_*` name is",
         "reported (by `import perseus`, perseusrun and doctor) with the closest known one. An empty value means unset.",
         "",
-        "| variable | default | allowed | effect | since | " + " | ".join(FRAMEWORK_COLUMNS) + " |",
-        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in FRAMEWORK_COLUMNS) + " |",
+        "| variable | default | allowed | effect | since | " + " | ".join(columns) + " |",
+        "| --- | --- | --- | --- | --- | " + " | ".join("---" for _ in columns) + " |",
     ]
     for spec in config.VARIABLES:
-        honoured = ["yes" if fw in spec.honoured_by else "n/a" for fw in FRAMEWORK_COLUMNS]
+        honoured = ["yes" if fw in spec.honoured_by else "n/a" for fw in columns]
         aliases = f" (also read as `{'`, `'.join(spec.aliases)}`)" if spec.aliases else ""
         lines.append(
             f"| `{spec.name}`{aliases} | `{config.show(spec.default)}` | {_cell(spec.allowed)} | {_cell(spec.effect)} "

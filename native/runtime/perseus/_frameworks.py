@@ -3,8 +3,10 @@
 
 Each row: name, display_name, import_name, distributions (normalised names), distribution_pattern (a
 regular expression over normalised names, or None), binding_distribution, selftest_module,
-runtime_hook (a module `import perseus` installs, or None), doctor_probe (Python code printing one JSON
-object of the framework's build facts), installer (how the install script finds its CUDA).
+runtime_hook (a module `import perseus` installs, or None), honours_engine_variables (its runtime runs on
+the native engine: perseus.config's ENGINE_RUNTIMES), build_variables (PERSEUS_* inputs of its binding's
+build, not settings of a job), doctor_probe (Python code printing one JSON object of the framework's build
+facts), installer (how the install script finds its CUDA).
 """
 
 FRAMEWORKS = [{'name': 'torch',
@@ -15,6 +17,8 @@ FRAMEWORKS = [{'name': 'torch',
   'binding_distribution': 'perseus_torch',
   'selftest_module': 'perseus.torch._selftest',
   'runtime_hook': 'perseus._torch_hook',
+  'honours_engine_variables': True,
+  'build_variables': ['PERSEUS_TORCH_DIR'],
   'doctor_probe': 'import json, torch\n'
                   'd = {"version": torch.__version__, "cuda": torch.version.cuda, "cxx11_abi": '
                   'bool(torch._C._GLIBCXX_USE_CXX11_ABI),\n'
@@ -47,6 +51,8 @@ FRAMEWORKS = [{'name': 'torch',
   'binding_distribution': 'perseus_tensorflow',
   'selftest_module': 'perseus.tensorflow._selftest',
   'runtime_hook': None,
+  'honours_engine_variables': True,
+  'build_variables': ['PERSEUS_TENSORFLOW_PYTHON'],
   'doctor_probe': 'import json, os\n'
                   'os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")\n'
                   'import tensorflow as tf\n'
@@ -67,6 +73,8 @@ FRAMEWORKS = [{'name': 'torch',
   'binding_distribution': 'perseus_mxnet',
   'selftest_module': 'perseus.mxnet._selftest',
   'runtime_hook': None,
+  'honours_engine_variables': True,
+  'build_variables': ['PERSEUS_MXNET_DIR'],
   'doctor_probe': 'import json, mxnet as mx\n'
                   'f = mx.runtime.Features()\n'
                   'print(json.dumps({"version": mx.__version__, "cuda": "yes" if f.is_enabled("CUDA") else '

@@ -18,6 +18,8 @@ import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
+from ._frameworks import FRAMEWORKS  # relative: the build tool loads this folder without installing it
+
 
 class ConfigError(ValueError):
     """A PERSEUS_* variable holds a value that is not allowed (the message names variable, value, range)."""
@@ -127,11 +129,13 @@ def network_interfaces() -> List[str]:
 
 
 _BOOL = {"0": False, "1": True}
-# The runtimes on the native engine (perseus.tensorflow, perseus.mxnet) honour what the engine reads.
-ENGINE_FRAMEWORKS = ("tensorflow", "mxnet")
+# The frameworks whose runtime runs on the native engine honour what the engine reads (their adapters say so).
+ENGINE_RUNTIMES = tuple(row["name"] for row in FRAMEWORKS if row["honours_engine_variables"])
 # libperseus-caffe (native/bindings/caffe) reads what the engine reads (perseus_engine_options_from_env),
 # PERSEUS_MASTER_PORT and, through the core, PERSEUS_CPU_DISPATCH; no Python shim, so nothing else.
 CAFFE_LIBRARY = ("caffe",)
+ENGINE_READERS = ENGINE_RUNTIMES + CAFFE_LIBRARY
+RUNTIMES = tuple(row["name"] for row in FRAMEWORKS) + CAFFE_LIBRARY  # what honoured_by may name, in docs' order
 CPU_DISPATCH_PATHS = ("auto", "scalar", "avx2", "avx512", "avx512_bf16")  # native/core/src/cpu/dispatch.cpp
 
 
@@ -165,25 +169,25 @@ class PerseusConfig:
     nancheck: bool = variable(
         "PERSEUS_ALLREDUCE_NANCHECK", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: a non-finite reduced gradient raises an error naming the parameters",
-        honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY, aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the manual's spelling
+        honoured_by=ENGINE_READERS, aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the manual's spelling
     dtype: WireDtype = variable(
         "PERSEUS_ALLREDUCE_DTYPE", WireDtype.FP16,
         _choice({"0": WireDtype.FP16, "1": WireDtype.NONE, "2": WireDtype.MIXED},
                 "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"),
-        "0, 1 or 2", "wire dtype of fp32 gradients", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "0, 1 or 2", "wire dtype of fp32 gradients", honoured_by=ENGINE_READERS)
     mode: Optional[AllreduceMode] = variable(  # None: automatic (two levels when the wire dtype needs them)
         "PERSEUS_ALLREDUCE_MODE", None,
         _choice({"0": AllreduceMode.FLAT, "1": AllreduceMode.HIERARCHICAL},
                 "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)"),
-        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=ENGINE_READERS)
     streams: int = variable(
         "PERSEUS_ALLREDUCE_STREAMS", 4, _int_range(1, 12), "1-12",
         "number of communicators that carry fused buffers concurrently; unset, 4 is an upper limit and the first "
         "large steps measure 1 against 4 and keep the fewest unless more are 3% faster (all ranks agree)",
-        honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        honoured_by=ENGINE_READERS)
     fusion: Optional[int] = variable(  # None: automatic granularity
         "PERSEUS_ALLREDUCE_FUSION", None, _int_range(0, 128), "0-128 (empty: automatic)",
-        "gradient fusion granularity handed to the fusion planner", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "gradient fusion granularity handed to the fusion planner", honoured_by=ENGINE_READERS)
     accumulate_n_steps: int = variable(
         "PERSEUS_ACCUMULATE_N_STEPS", 1, _int_range(1, None), ">= 1",
         "communicate every n-th backward pass, accumulate locally otherwise")
@@ -198,31 +202,31 @@ class PerseusConfig:
         "hybrid RDMA+VPC NCCL links (special build)", honoured_by=())
     gradient_scale: float = variable(
         "PERSEUS_ALLREDUCE_GRADIENT_SCALE", 10.0, _float_range(0.0, None, False), "> 0",
-        "factor applied before fp16 compression and removed after", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "factor applied before fp16 compression and removed after", honoured_by=ENGINE_READERS)
     offline_neg: bool = variable(
         "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed "
         "plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs",
-        honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        honoured_by=ENGINE_READERS)
     shm_disable: bool = variable(
         "PERSEUS_SHM_DISABLE", False, _choice(_BOOL, "0 (shared memory) or 1 (loopback TCP)"), "0 or 1",
         "1: a node's ranks exchange over loopback TCP, not shared memory (2 MiB of /dev/shm per rank and group; "
-        "the engine falls back by itself without it)", since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "the engine falls back by itself without it)", since="2.0.0", honoured_by=ENGINE_READERS)
     perf_check_n_steps: int = variable(
         "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")
     master_port: int = variable(
         "PERSEUS_MASTER_PORT", 6666, _int_range(1, 65535), "1-65535",
-        "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=ENGINE_READERS)
     nccl_network_interface: str = variable(
         "PERSEUS_NCCL_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
         "network interface of NCCL communicators (NCCL_SOCKET_IFNAME unless set; eth0 where it exists)", honoured_by=("torch",))
     gloo_network_interface: str = variable(
         "PERSEUS_GLOO_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
-        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=ENGINE_READERS)
     gloo_timeout_seconds: int = variable(
         "GLOO_TIMEOUT_SECONDS", 60, _int_range(1, None), ">= 1",
-        "timeout of the process groups and rendezvous perseus creates", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "timeout of the process groups and rendezvous perseus creates", honoured_by=ENGINE_READERS)
     change_hvd_allgather: bool = variable(
         "PERSEUS_CHANGE_HVD_ALLGATHER", False, _choice(_BOOL, "0 (stack) or 1 (concatenate)"), "0 or 1",
         "hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod)")
@@ -232,19 +236,19 @@ class PerseusConfig:
     cpu_dispatch: str = variable(  # read by the native core itself (native/core/src/cpu/dispatch.cpp)
         "PERSEUS_CPU_DISPATCH", "auto", _choice({p: p for p in CPU_DISPATCH_PATHS}, " | ".join(CPU_DISPATCH_PATHS)),
         " | ".join(CPU_DISPATCH_PATHS), "CPU kernels of compression: auto (the best this CPU runs) or one path",
-        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        since="2.0.0", honoured_by=ENGINE_READERS)
     cycle_time_ms: float = variable(
         "PERSEUS_CYCLE_TIME_MS", 1.0, _float_range(0.0, None, False), "> 0",
         "how often the native engine's ranks agree on the collectives submitted since the last cycle (ms)",
-        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        since="2.0.0", honoured_by=ENGINE_READERS)
     engine_library: Optional[str] = variable(  # None: the one the package ships
         "PERSEUS_ENGINE_LIBRARY", None, _existing_file, "the path of a libperseus_engine.so",
         "the native engine library the Python handle loads instead of the packaged one",
-        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS)
+        since="2.0.0", honoured_by=ENGINE_RUNTIMES)
     mpi_bootstrap_library: Optional[str] = variable(  # None: the plugin for the MPI found at run time
         "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
-        since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        since="2.0.0", honoured_by=ENGINE_READERS)
     nccl_library: Optional[str] = variable(  # None: nvidia/nccl/lib on sys.path, a copy already loaded, the system
         "PERSEUS_NCCL_LIBRARY", None, _existing_file, "the path of a libnccl.so.2",
         "the NCCL the engine loads for device buffers (docs/device.md); pip install nvidia-nccl-cu12 provides one",
@@ -255,7 +259,7 @@ class PerseusConfig:
     engine_profile: bool = variable(  # read by the native engine (engine_pipeline.cc)
         "PERSEUS_ENGINE_PROFILE", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: each engine stream prints its pipeline stages' busy seconds on stderr at shutdown (perseus-engine-profile "
-        "lines)", since="2.0.0", honoured_by=("torch",) + ENGINE_FRAMEWORKS + CAFFE_LIBRARY)
+        "lines)", since="2.0.0", honoured_by=ENGINE_READERS)
     caffe_rank_weights: Optional[str] = variable(  # None: no file; read by the Caffe patch's `caffe train`
         "PERSEUS_CAFFE_RANK_WEIGHTS", None, _path_prefix, "a path prefix in a writable folder",
         "caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check)",

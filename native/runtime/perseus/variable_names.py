@@ -7,6 +7,7 @@ import os
 import warnings
 from typing import List, Mapping, Optional, Tuple
 
+from perseus._frameworks import FRAMEWORKS
 from perseus.config import _ALIASES, VARIABLE_NAMES
 
 
@@ -23,14 +24,13 @@ def unknown_variables(environ: Mapping[str, str]) -> List[Tuple[str, Optional[st
 
 
 # PERSEUS_* names that are not settings of a job: what perseusrun tells the ranks, and the inputs of the
-# build tool, CI jobs and image builds (a job may inherit them harmlessly).
+# build tool, CI jobs, image builds and each framework's binding build (a job may inherit them harmlessly).
 NOT_CONFIGURATION = frozenset({
-    "PERSEUS_LAUNCHER", "PERSEUS_RELEASE", "PERSEUS_TORCH_DIR", "PERSEUS_MXNET_DIR", "PERSEUS_FRAMEWORK", "PERSEUS_FRAMEWORK_VERSION",
+    "PERSEUS_LAUNCHER", "PERSEUS_RELEASE", "PERSEUS_FRAMEWORK", "PERSEUS_FRAMEWORK_VERSION",
     "PERSEUS_CUDA", "PERSEUS_MIRROR", "PERSEUS_WHEEL_SHA256", "PERSEUS_WHEELS",
     "PERSEUS_STORE_ADDR",  # perseusrun: the rendezvous store it serves (perseus/run/store.py)
-    "PERSEUS_TENSORFLOW_PYTHON",  # the TensorFlow binding's build: the Python whose TensorFlow it builds against
     "PERSEUS_ELASTIC_DRIVER", "PERSEUS_ELASTIC_WORKER",  # elastic perseusrun (perseus/horovod_kit/elastic_worker.py)
-})
+} | {name for row in FRAMEWORKS for name in row["build_variables"]})  # PERSEUS_TORCH_DIR, ...: from the adapters
 TEST_PREFIX = "PERSEUS_TEST_"  # the native tests' own inputs
 
 

@@ -122,6 +122,9 @@ class FrameworkAdapter:
     installer: ClassVar[InstallerDetection]
     doctor_probe: ClassVar[str]  # Python code printing one JSON object of build facts (doctor)
     runtime_hook: ClassVar[str | None] = None  # module `import perseus` installs (perseus.<module>.install())
+    # its runtime runs on the native engine, so it honours every PERSEUS_* variable the engine reads
+    # (perseus.config's ENGINE_RUNTIMES; a variable's honoured_by and docs/variables.md's columns follow)
+    honours_engine_variables: ClassVar[bool] = True
     # installed next to the framework file in build and test envs: what its own metadata allows but it
     # cannot run with (mxnet 1.9.1 declares numpy<2 yet uses aliases numpy 1.24 removed)
     companion_requirements: ClassVar[tuple[str, ...]] = ()
@@ -170,6 +173,12 @@ class FrameworkAdapter:
         if self.framework_dir_variable is None:
             return {}
         return {self.framework_dir_variable: str(self.framework_dir(site_packages))}
+
+    @property
+    def build_variables(self) -> tuple[str, ...]:
+        """The names `build_environment` sets: inputs of the binding's build, not settings of a job (perseus
+        does not warn about them when a job inherits them)."""
+        return (self.framework_dir_variable,) if self.framework_dir_variable else ()
 
     # --- facts of a framework file -----------------------------------------------------------------
 

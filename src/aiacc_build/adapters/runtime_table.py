@@ -21,8 +21,10 @@ HEADER = '''"""What perseus-common knows of each framework: generated from the b
 
 Each row: name, display_name, import_name, distributions (normalised names), distribution_pattern (a
 regular expression over normalised names, or None), binding_distribution, selftest_module,
-runtime_hook (a module `import perseus` installs, or None), doctor_probe (Python code printing one JSON
-object of the framework's build facts), installer (how the install script finds its CUDA).
+runtime_hook (a module `import perseus` installs, or None), honours_engine_variables (its runtime runs on
+the native engine: perseus.config's ENGINE_RUNTIMES), build_variables (PERSEUS_* inputs of its binding's
+build, not settings of a job), doctor_probe (Python code printing one JSON object of the framework's build
+facts), installer (how the install script finds its CUDA).
 """
 
 '''
@@ -39,6 +41,8 @@ def runtime_row(adapter: FrameworkAdapter) -> dict[str, object]:
         "binding_distribution": adapter.binding_distribution,
         "selftest_module": adapter.selftest_module,
         "runtime_hook": adapter.runtime_hook,
+        "honours_engine_variables": adapter.honours_engine_variables,
+        "build_variables": list(adapter.build_variables),
         "doctor_probe": adapter.doctor_probe.strip("\n") + "\n",
         "installer": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(adapter.installer).items()},
     }

@@ -23,6 +23,7 @@ VERSION_FILE_PATTERN = re.compile(r"^tensorflow(?:_cpu|_gpu)?-(\d+)\.(\d+)[^/]*\
 _CUDA = re.compile(r"""['"]cuda_version['"]\s*[:,]\s*['"]([0-9.]+)['"]""")
 _IS_CUDA = re.compile(r"""['"]is_cuda_build['"]\s*[:,]\s*(True|False)""")
 FIRST_CXX11_ABI = (2, 9)
+PYTHON_VARIABLE = "PERSEUS_TENSORFLOW_PYTHON"  # read by native/bindings/tensorflow/build_support/tensorflow_info.py
 
 DOCTOR_PROBE = """
 import json, os
@@ -72,7 +73,11 @@ class TensorflowAdapter(FrameworkAdapter):
         """tf.sysconfig's flags come from importing TensorFlow, so a backend in another env (a cp36 cell:
         scikit-build-core needs Python >= 3.7) runs the cell's own interpreter for them
         (native/bindings/tensorflow/build_support/tensorflow_info.py)."""
-        return {"PERSEUS_TENSORFLOW_PYTHON": str(site_packages.parents[2] / "bin" / "python")}
+        return {PYTHON_VARIABLE: str(site_packages.parents[2] / "bin" / "python")}
+
+    @property
+    def build_variables(self) -> tuple[str, ...]:
+        return (PYTHON_VARIABLE,)
 
     def facts_from_wheel(self, archive: zipfile.ZipFile) -> FrameworkFacts:
         names = archive.namelist()
