@@ -18,7 +18,7 @@ Per variant and round its wire time alone is measured too (its reduction of fp32
 gradients, nothing else running: the engine's grouped allreduce as DistributedTrainer submits it, or
 kv.push + kv.pull of every key), and once per round the compute alone (both ranks training locally at
 once, no communication). Floor = compute + wire alone. Loss: after training, on a fixed evaluation batch.
-Needs root and the MXNet environment (`bash dev/mxnet_env.sh`: .venv-mxnet, Python 3.9).
+Needs root and the MXNet environment (`bash native/bindings/mxnet/dev_env.sh`: .venv-mxnet, Python 3.9).
 
     sudo .venv/bin/python bench/mxnet_dist_sync_bench.py [--steps 15] [--warmup 5] [--rounds 3]
 """
@@ -235,7 +235,7 @@ def main() -> None:
     if problem:
         raise SystemExit("mxnet_dist_sync_bench " + problem)
     if not args.mxnet_python.is_file():
-        raise SystemExit("mxnet_dist_sync_bench: no MXNet environment at {}; run `bash dev/mxnet_env.sh` or pass "
+        raise SystemExit("mxnet_dist_sync_bench: no MXNet environment at {}; run `bash native/bindings/mxnet/dev_env.sh` or pass "
                          "--mxnet-python".format(args.mxnet_python))
     names = args.only or list(VARIANTS)
     rounds, port = Rounds(), 30500

@@ -111,23 +111,13 @@ caffe_full() {  # opt-in: `aiacc-build caffe build` (its Debian deps by apt_inst
 dev_release() {  # the newest release: the version of the dev venv's perseus-common and bindings, as of the built wheels
   "$VENV/bin/python" -c 'from aiacc_build.matrix.loader import default_release; print(default_release())'
 }
-torch_binding() {  # torch 2.13.0 (local wheel) + perseus-common + the perseus_torch binding into .venv
-  "$VENV/bin/python" -m pip install -q torch==2.13.0 numpy scikit-build-core ninja
-  local release  # one release with the TF/MXNet wheels of build-local-cell
-  release="$(dev_release)"
-  PERSEUS_RELEASE="$release" "$VENV/bin/python" -m pip install -q "$REPO_ROOT/native/runtime"
-  local wheel
-  wheel="$(built_wheel perseus_torch 2.13.0)"
-  if [ -n "$wheel" ]; then  # built, repaired and tested by the build-local-cell stage: not compiled twice
-    echo "perseus_torch: installing $wheel"
-    "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
-    return 0
-  fi
-  gloo_recipe  # the binding links the engine, and Gloo with it (cached after the first build)
-  PERSEUS_RELEASE="$release" CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation \
-    -C "build-dir=$REPO_ROOT/native/build-torch" \
-    -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \
-    "$REPO_ROOT/native/bindings/torch"
+
+binding_frameworks() {  # every framework adapter with a binding folder, one a line: each has native/bindings/<name>/dev_env.sh
+  local name
+  for name in $("$VENV/bin/aiacc-build" frameworks list --names); do
+    [ -d "$REPO_ROOT/native/bindings/$name" ] && echo "$name"
+  done
+  return 0
 }
 
 built_wheel() {  # built_wheel DISTRIBUTION FRAMEWORK_VERSION: the wheel of $AIACC_BUILT_MIRROR (set by dev/test.sh
@@ -138,24 +128,6 @@ built_wheel() {  # built_wheel DISTRIBUTION FRAMEWORK_VERSION: the wheel of $AIA
     [ -f "$found" ] && echo "$found"
   done
   return 0
-}
-
-tensorflow_binding() {  # tensorflow-cpu 2.21.0 + tf_keras + the perseus_tensorflow binding into .venv (next to torch)
-  "$VENV/bin/python" -m pip install -q tensorflow-cpu==2.21.0 scikit-build-core ninja
-  # Keras 2 for TF_USE_LEGACY_KERAS=1 (tests/tensorflow/test_tf_keras2.py); --no-deps: tf-keras requires the
-  # `tensorflow` distribution, which would install the full TensorFlow next to tensorflow-cpu
-  "$VENV/bin/python" -m pip install -q --no-deps tf-keras==2.21.0
-  local wheel
-  wheel="$(built_wheel perseus_tensorflow 2.21.0)"
-  if [ -n "$wheel" ]; then  # built, repaired and tested by the build-local-cell stage: not compiled twice
-    echo "perseus_tensorflow: installing $wheel"
-    "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
-    return 0
-  fi
-  CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q --no-build-isolation --no-deps \
-    -C "build-dir=$REPO_ROOT/native/build-tensorflow" \
-    -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" \
-    "$REPO_ROOT/native/bindings/tensorflow"
 }
 
 engine_cuda_compile() {  # -DPERSEUS_ENGINE_CUDA=ON: the core's kernels and the engine's device code built with the

@@ -19,14 +19,16 @@ stage native-core native_core_ctest
 stage caffe-library caffe_library
 [ "${AIACC_OPTIN:-}" != "1" ] || stage caffe-full caffe_full
 if [ "$#" -eq 0 ]; then
-  # The main job's default cells (torch from this disk, the TensorFlow and MXNet CPU cells): each binding is
-  # compiled once, here; the three stages below install these built and tested wheels instead of compiling again.
+  # The main job's default cells (those whose framework is on this disk, else each framework's newest CPU cell):
+  # each binding is compiled once, here; the binding stages below install these built and tested wheels
+  # instead of compiling again (AIACC_BUILT_MIRROR).
   stage build-local-cell "$VENV/bin/aiacc-build" build --dist "$REPO_ROOT/build/test-dist"
   export AIACC_BUILT_MIRROR="$REPO_ROOT/build/test-dist/2.0.0"
 fi
-stage torch-binding torch_binding
-stage tensorflow-binding tensorflow_binding
-stage mxnet-binding bash dev/mxnet_env.sh
+frameworks="$(binding_frameworks)"  # an assignment: set -e stops the job when the tool cannot list them
+for framework in $frameworks; do  # in the adapters' order (adapters.BUILTIN): a later one installs next to an earlier
+  stage "$framework-binding" bash "native/bindings/$framework/dev_env.sh"
+done
 stage launch-test-deps bash tests/run/install_test_deps.sh
 if [ "$#" -eq 0 ]; then
   # the fast tier on its own first: a test that starts a process or binds a socket without its `integration`

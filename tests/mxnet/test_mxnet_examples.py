@@ -47,7 +47,7 @@ def installed_examples(mxnet_python):
     assert os.access(str(folder / "config.sh"), os.X_OK), "config.sh is not executable as installed"
     for name in ("mxnet_mnist.py", "mxnet_gluon.py", "mxnet_module.py"):
         assert (folder / name).is_file() and (folder / name).read_bytes() == (SOURCE_EXAMPLES / name).read_bytes(), (
-            "%s: the installed example differs from the checkout's: run `bash dev/mxnet_env.sh`" % name)
+            "%s: the installed example differs from the checkout's: run `bash native/bindings/mxnet/dev_env.sh`" % name)
     return folder
 
 

@@ -7,8 +7,8 @@ import os
 import warnings
 from typing import List, Mapping, Optional, Tuple
 
-from perseus._frameworks import FRAMEWORKS
-from perseus.config import _ALIASES, VARIABLE_NAMES
+from ._frameworks import FRAMEWORKS
+from .config import _ALIASES, VARIABLE_NAMES
 
 
 def unknown_variables(environ: Mapping[str, str]) -> List[Tuple[str, Optional[str]]]:

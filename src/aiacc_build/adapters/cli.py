@@ -22,8 +22,12 @@ def frameworks() -> None:
 
 @frameworks.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_cmd(as_json: bool) -> None:
+@click.option("--names", "names_only", is_flag=True, help="Only the names, one a line (dev/lib.sh reads them).")
+def list_cmd(as_json: bool, names_only: bool) -> None:
     """Every registered framework: its distributions, binding folder and whether that binding exists."""
+    if names_only:
+        click.echo("\n".join(a.name for a in all_adapters()))
+        return
     rows = [
         {
             "name": a.name,

@@ -98,7 +98,7 @@ def repair_cmd(wheel: Path, release: str, cuda: str, dest_dir: Path, framework_p
 
 @wheel_group.command("selftest")
 @click.option("--release", required=True, metavar="R", help="The release of the installed wheel.")
-@click.option("--framework", required=True, metavar="FW", help="torch, tensorflow or mxnet.")
+@click.option("--framework", required=True, metavar="FW", help="A framework of `aiacc-build frameworks list`.")
 @click.option("--framework-version", required=True, metavar="V", help="The framework version the wheel was built for, e.g. 2.13.0.")
 @click.option("--python", "python", default="python", show_default=True, help="The interpreter whose environment holds the wheel, its framework and perseus-common.")
 @click.option("--json", "as_json", is_flag=True, help="Print {command, exit_code, output} as JSON.")

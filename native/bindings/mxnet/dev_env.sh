@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# The MXNet test environment: .venv-mxnet (Python 3.9, mxnet 1.9.1, numpy<1.24) with perseus_mxnet built
-# from native/bindings/mxnet against that mxnet and installed (tests/mxnet runs its ranks in it).
+# The MXNet development environment (dev/test.sh's mxnet-binding stage): .venv-mxnet (Python 3.9, mxnet
+# 1.9.1, numpy<1.24) with perseus_mxnet built from this folder against that mxnet and installed (tests/mxnet
+# runs its ranks in it).
 # Re-running rebuilds the binding incrementally (its build tree is .cache/mxnet-binding-build); with
 # AIACC_BUILT_MIRROR (dev/test.sh) it installs that mirror's built perseus_mxnet wheel instead.
-#   bash dev/mxnet_env.sh            # then: .venv/bin/python -m pytest tests/mxnet -x -q
+#   bash native/bindings/mxnet/dev_env.sh     # then: .venv/bin/python -m pytest tests/mxnet -x -q
 set -euo pipefail
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 cd "$REPO_ROOT"
 VENV="$REPO_ROOT/.venv-mxnet"
 PY39="${PERSEUS_MXNET_BASE_PYTHON:-$(ls -d /root/.pyenv/versions/3.9.*/bin/python 2>/dev/null | tail -1)}"
 if [ -z "$PY39" ] || [ ! -x "$PY39" ]; then
-  echo "dev/mxnet_env.sh: no Python 3.9 (mxnet 1.9.1 runs on 3.9): set PERSEUS_MXNET_BASE_PYTHON" >&2
+  echo "native/bindings/mxnet/dev_env.sh: no Python 3.9 (mxnet 1.9.1 runs on 3.9): set PERSEUS_MXNET_BASE_PYTHON" >&2
   exit 2
 fi
 if [ ! -x "$VENV/bin/python" ]; then
