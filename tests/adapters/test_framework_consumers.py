@@ -91,6 +91,13 @@ def test_every_binding_has_its_dev_environment(adapter):
 
 
 @pytest.mark.parametrize("adapter", adapters.all_adapters(), ids=adapters.names())
+def test_a_frameworks_package_lives_in_its_binding_not_in_perseus_common(adapter):
+    assert not (NATIVE_DIR / "runtime" / "perseus" / adapter.name).exists(), "perseus-common ships every perseus.* it holds"
+    if adapter.binding_missing is None:
+        assert (adapter.binding_dir(NATIVE_DIR) / "perseus" / adapter.name / "__init__.py").is_file()
+
+
+@pytest.mark.parametrize("adapter", adapters.all_adapters(), ids=adapters.names())
 def test_build_variables_are_what_the_build_environment_sets(adapter, tmp_path):
     site = tmp_path / "lib" / "python3.11" / "site-packages"
     assert sorted(adapter.build_environment(site)) == sorted(adapter.build_variables)
