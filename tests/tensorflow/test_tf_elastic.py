@@ -54,3 +54,39 @@ def test_kill_one_worker_then_grow_back_tensorflow_keras3(tmp_path, tf):
     assert "[127.0.0.5:0]<stdout>:COMMIT step 12 size 4" in out, out[-3000:]
     diff = np.max(np.abs(np.array(result["weights"]) - E.replay(result["history"], E.result_data(result))))
     assert diff <= 1e-6, diff
+
+
+def test_keras_fit_with_the_elastic_callbacks_goes_on_after_a_lost_worker(tmp_path, tf):
+    """Keras 3 model.fit with KerasState, CommitStateCallback(batches_per_commit=5), UpdateBatchStateCallback and
+    UpdateEpochStateCallback: 2 workers; the second is SIGKILLed after step 8 (fit holds there); the first goes on
+    alone from the commit after step 5, and the epoch it retries skips the committed samples. The final weights
+    equal numpy's replay of the committed steps; the state's epoch counts both epochs across the reset."""
+    script, set_hosts = E.discovery_script(tmp_path, HOSTS[:2])
+    job = E.start(["-np", "2", "--min-np", "1", "--max-np", "2", "--host-discovery-script", str(script),
+                   "--elastic-timeout", "90", sys.executable, str(FIT), str(tmp_path), "2", "5"], tmp_path,
+                  env=dict(ENV, ELASTIC_TEST_HOLD="8"))
+    failed = None
+    try:
+        E.wait_for(lambda: E.progress(tmp_path) == (8, 2), "2 workers holding after step 8", 150, job)
+        os.kill(E.worker_pid(tmp_path, "127.0.0.2:0"), signal.SIGKILL)
+        set_hosts(HOSTS[:1])
+        E.wait_for(lambda: E.progress(tmp_path) == (8, 1), "1 worker at step 8 again", 90, job)
+        (tmp_path / "go.8").write_text("")
+    except AssertionError as error:
+        failed = error
+    code, out, err = E.finish(job, 150)
+    assert failed is None, "{}\n{}".format(failed, err[-4000:])
+    assert code == 0, err[-3000:]
+    assert "worker 127.0.0.2:0 was killed by SIGKILL" in err
+    result = E.result(tmp_path)
+    assert result["keras"].startswith("3."), result["keras"]
+    assert (result["epoch"], result["batch"]) == (2, 0)
+    sizes = [step["size"] for step in result["history"]]
+    # 12 steps make an epoch of 2 workers; steps 6-8 were lost with the kill; the 28 samples epoch 0 had left
+    # make 14 steps of 1 worker, then epoch 1 is 24 steps
+    assert sizes == [2] * 5 + [1] * 38, sizes
+    for epoch in (0, 1):
+        samples = [i for step in result["history"] if step["epoch"] == epoch for p in step["parts"] for i in p]
+        assert sorted(samples) == list(range(48)), epoch  # each sample once per epoch, the retried one included
+    diff = np.max(np.abs(np.array(result["weights"]) - E.replay(result["history"], E.result_data(result))))
+    assert diff <= 1e-6, diff
