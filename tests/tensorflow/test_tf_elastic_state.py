@@ -1,9 +1,11 @@
-"""hvd.elastic's TensorFlow states and Keras callbacks in one process, without a job: what they save and
+"""hvd.elastic's TensorFlow states and Keras callbacks (Keras 3) in one process, without a job: what they save and
 restore, what they refuse, and when the callbacks commit (the elastic jobs are tests/tensorflow/test_tf_elastic.py)."""
 
 import pytest
 
 from perseus.horovod_kit.elastic import ObjectState
+
+pytestmark = pytest.mark.integration  # importing TensorFlow starts a process (platform's `uname -p`)
 
 
 @pytest.fixture(scope="module")
