@@ -75,6 +75,24 @@ def test_keras_state_restores_model_and_optimizer_variables(tf, hvd):
         assert np.array_equal(var.numpy(), value), var.name
 
 
+def test_keras_state_restores_the_gradient_aggregation_cycle(tf, hvd):
+    """backward_passes_per_step=2: the counter and accumulators are part of the state, created with it."""
+    import numpy as np
+
+    model = tf.keras.Sequential([tf.keras.Input((3,)), tf.keras.layers.Dense(2)])
+    optimizer = hvd.keras.DistributedOptimizer(tf.keras.optimizers.SGD(0.1), backward_passes_per_step=2)
+    state = hvd.elastic.TensorFlowKerasState(model, optimizer)
+    helper = optimizer._agg_helper
+    assert len(helper.variables(model.trainable_variables)) == 1 + len(model.trainable_variables)
+    # the cycle's first step only accumulates (no collective): counter 1, accumulators = the gradients
+    optimizer.apply([tf.ones_like(v) for v in model.trainable_variables], model.trainable_variables)
+    assert int(helper.counter.numpy()) == 1
+    assert all(np.all(acc.numpy() == 1) for acc in helper.variables(model.trainable_variables)[1:])
+    state.restore()
+    assert int(helper.counter.numpy()) == 0
+    assert all(np.all(acc.numpy() == 0) for acc in helper.variables(model.trainable_variables)[1:])
+
+
 def test_keras_state_refuses_an_unbuilt_model_and_no_optimizer(tf, hvd):
     with pytest.raises(ValueError, match="must be built first"):
         hvd.elastic.TensorFlowKerasState(tf.keras.Sequential([tf.keras.layers.Dense(1)]))

@@ -98,8 +98,17 @@ class TensorFlowKerasState(ObjectState):
         self._snapshot.save(self._variables())
         super().__init__(bcast_object=broadcast_object, get_rank=basics.rank, **kwargs)
 
+    def _optimizer_state(self) -> List[Any]:
+        """The optimizer's variables, and with backward_passes_per_step > 1 the local aggregation's counter and
+        accumulators (a restore goes back to the same point of the N-step cycle on every rank)."""
+        found = _optimizer_variables(self.optimizer)
+        helper = getattr(self.optimizer, "_agg_helper", None)
+        if helper is not None:
+            found += helper.variables(list(self.model.trainable_variables))
+        return found
+
     def _variables(self) -> List[Any]:
-        return list(self.model.variables) + _optimizer_variables(self.optimizer)
+        return list(self.model.variables) + self._optimizer_state()
 
     def save(self) -> None:
         self._snapshot.save(self._variables())
@@ -111,6 +120,6 @@ class TensorFlowKerasState(ObjectState):
 
     def sync(self) -> None:
         broadcast_variables(list(self.model.variables), root_rank=0)
-        broadcast_variables(_optimizer_variables(self.optimizer), root_rank=0)
+        broadcast_variables(self._optimizer_state(), root_rank=0)
         self._snapshot.save(self._variables())
         super().sync()
