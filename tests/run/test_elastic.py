@@ -18,19 +18,7 @@ IDLE = str(SCRIPTS / "elastic_idle.py")
 HOSTS4 = ["127.0.0.1:1", "127.0.0.2:1", "127.0.0.3:1", "127.0.0.4:1"]
 
 
-def start(args, cwd, env=None):
-    return subprocess.Popen([PERSEUSRUN] + args, cwd=str(cwd), env=dict(BASE_ENV, **(env or {})),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
-
-
-def finish(job, timeout):
-    try:
-        out, err = job.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        job.kill()
-        out, err = job.communicate()
-        raise AssertionError("perseusrun did not end within {} s:\n{}".format(timeout, err[-3000:]))
-    return job.returncode, out, err
+start, finish = E.start, E.finish
 
 
 def test_kill_one_worker_then_grow_back_torch(tmp_path):

@@ -1,11 +1,13 @@
-"""Helpers of the elastic tests (tests/run/test_elastic*.py) and bench/elastic_bench.py: a discovery script that
-prints a file the test edits, progress of tests/run/scripts/elastic_train.py, and the reference computation that
-replays its committed steps."""
+"""Helpers of the elastic tests (tests/run/test_elastic*.py, tests/tensorflow/test_tf_elastic.py) and
+bench/elastic_bench.py: a discovery script that prints a file the test edits, progress of the training scripts
+(tests/run/scripts/elastic_train.py for torch, tests/tensorflow/workers/tf_elastic_train.py for TensorFlow), and the
+reference computation that replays their committed steps."""
 
 import json
 import os
 import stat
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Dict, List, Optional, Sequence, Tuple
@@ -14,6 +16,27 @@ import numpy as np
 
 TRAIN = Path(__file__).resolve().parents[1] / "run" / "scripts" / "elastic_train.py"
 SAMPLES, FEATURES, LR = 48, 4, 0.05
+
+
+PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
+BASE_ENV = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
+
+
+def start(args: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
+    """perseusrun ARGS (the one next to this Python) in `cwd`, with a bare environment plus `env`."""
+    return subprocess.Popen([PERSEUSRUN] + list(args), cwd=str(cwd), env=dict(BASE_ENV, **(env or {})),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
+
+
+def finish(job: subprocess.Popen, timeout: float) -> Tuple[int, str, str]:
+    """(exit code, stdout, stderr) of a job started by start(); fails if it runs past `timeout` seconds."""
+    try:
+        out, err = job.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        job.kill()
+        out, err = job.communicate()
+        raise AssertionError("perseusrun did not end within {} s:\n{}".format(timeout, err[-3000:]))
+    return job.returncode, out, err
 
 
 def discovery_script(folder: Path, hosts: Sequence[str]) -> Tuple[Path, Callable[[Sequence[str]], None]]:
@@ -66,15 +89,21 @@ def data() -> Tuple[np.ndarray, np.ndarray]:
     return x.numpy(), y.numpy()
 
 
-def replay(history: List[Dict]) -> np.ndarray:
+def replay(history: List[Dict], xy: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> np.ndarray:
     """The weights after the committed steps of `history`, computed by numpy: each step averages the ranks'
-    mean-squared-error gradients over their own samples, then takes one SGD step."""
-    x, y = data()
+    mean-squared-error gradients over their own samples, then takes one SGD step. xy: the training data (default:
+    the torch script's, data())."""
+    x, y = data() if xy is None else xy
     w = np.zeros(FEATURES)
     for step in history:
         grads = [2.0 * x[part].T @ (x[part] @ w - y[part]) / len(part) for part in step["parts"]]
         w = w - LR * np.mean(grads, axis=0)
     return w
+
+
+def result_data(result: Dict) -> Tuple[np.ndarray, np.ndarray]:
+    """The training data a script wrote into its result.json (the TensorFlow script does)."""
+    return np.array(result["x"], dtype=np.float64), np.array(result["y"], dtype=np.float64)
 
 
 def result(out: Path) -> Dict:

@@ -7,3 +7,12 @@ with TF_USE_LEGACY_KERAS=1): with TF_USE_LEGACY_KERAS=1 build the model with tf.
 from .horovod.keras import *  # noqa: F401,F403
 from .horovod.keras import __all__  # noqa: F401
 from .horovod.keras import callbacks  # noqa: F401
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    """hvd.elastic (Horovod's horovod.keras.elastic): perseus.tensorflow.horovod.keras.elastic, on first use."""
+    if name == "elastic":
+        from .horovod.keras import elastic
+
+        return elastic
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))

@@ -10,6 +10,7 @@ and on the tape and optimizers (process_sets.py). `hvd.keras` is reachable as an
 Keras 2: tf_keras with TF_USE_LEGACY_KERAS=1 or the keras 2.x package of TensorFlow <= 2.15). Not supported yet
 (each raises NotImplementedError saying so): Adasum, hvd.join, the timeline, backward_passes_per_step > 1 on a
 tf.compat.v1 optimizer (Keras optimizers aggregate locally: aggregation.py).
+`hvd.elastic` (run, TensorFlowState, TensorFlowKerasState) works under elastic perseusrun, eagerly (docs/elastic.md).
 """
 from typing import Any
 
@@ -29,6 +30,7 @@ from .collectives import _register_gradients
 from .compression import Compression
 from .gradient_tape import DistributedGradientTape, PartialDistributedGradientTape
 from . import variables
+from . import elastic
 from . import tf1
 from .tf1 import BroadcastGlobalVariablesHook, broadcast_global_variables
 
@@ -69,7 +71,7 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "rank", "local_size", "
            "Compression", "DistributedGradientTape", "PartialDistributedGradientTape", "DistributedOptimizer", "broadcast_global_variables",
            "BroadcastGlobalVariablesHook", "SyncBatchNormalization", "keras", "util", "engine_info", "engine_wire_bytes",
            "mpi_threads_supported", "mpi_enabled", "mpi_built", "gloo_enabled", "gloo_built", "nccl_built",
-           "ddl_built", "ccl_built", "cuda_built", "rocm_built", "start_timeline", "stop_timeline"]
+           "ddl_built", "ccl_built", "cuda_built", "rocm_built", "start_timeline", "stop_timeline", "elastic"]
 
 
 def __getattr__(name: str) -> Any:

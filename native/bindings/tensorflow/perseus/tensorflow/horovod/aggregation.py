@@ -31,6 +31,13 @@ class LocalAggregation:
                                                 name="perseus_aggregated_grad_%d" % index)
         return self._sums[index]
 
+    def variables(self, trainable: List[Any]) -> List[Any]:
+        """The counter and an accumulator for each of `trainable` (the variables the gradients are for, in their
+        order), created now if no step has yet: what an elastic state saves, restores and syncs."""
+        for index, var in enumerate(trainable):
+            self._accumulator(index, var)
+        return [self.counter] + [self._sums[index] for index in sorted(self._sums)]
+
     def compute_gradients(self, grads: List[Any]) -> List[Optional[Any]]:
         """Adds `grads` to the accumulators and counts the step. On the N-th step: the accumulated gradients
         allreduced (and the accumulators zeroed, the counter reset); on the others: the accumulated gradients."""

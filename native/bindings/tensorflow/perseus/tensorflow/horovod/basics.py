@@ -2,6 +2,9 @@
 import atexit
 from typing import Any, Dict, Tuple
 
+from perseus.engine import EngineError
+from perseus.horovod_kit import elastic_worker
+
 from .. import _engine
 from . import _job, collectives, variables
 from . import process_sets as sets
@@ -23,6 +26,8 @@ def init(comm: Any = None, process_sets: Any = None, **policy: Any) -> None:
             return
         _state.policy = dict(policy)
         variables.warn_not_honoured()
+        if elastic_worker.enabled():
+            elastic_worker.rendezvous()  # blocks until perseusrun forms the next generation; exports its numbers
         engine = _engine.start(**policy)
         # a new engine has no collective in flight: every rank numbers its unnamed collectives from 0 again
         # (ranks that diverged under the previous engine, e.g. one rank's test failing midway, agree again)
@@ -40,6 +45,22 @@ def shutdown() -> None:
         engine, _state.engine, _state.info = _state.engine, None, None
     if engine is not None:
         _engine.stop(engine)
+
+
+def shutdown_local() -> None:
+    """Leaves a job whose ranks may be gone (an elastic reset): closes this rank's engines without waiting for
+    the others; a peer already lost makes the close fail, which is expected here."""
+    try:
+        sets.close_all()
+    except EngineError:
+        pass
+    with _state.lock:
+        engine, _state.engine, _state.info = _state.engine, None, None
+    if engine is not None:
+        try:
+            _engine.stop(engine)
+        except EngineError:
+            pass
 
 
 def is_initialized() -> bool:

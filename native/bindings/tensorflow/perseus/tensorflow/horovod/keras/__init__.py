@@ -13,37 +13,18 @@ import sys
 import types
 from typing import Any, Dict, Optional, Tuple
 
-from . import basics
-from . import collectives as _collectives
-from .basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init,
+from .. import basics
+from .. import collectives as _collectives
+from ..basics import (ccl_built, cross_rank, cross_size, cuda_built, ddl_built, gloo_built, gloo_enabled, init,
                      is_initialized, local_rank, local_size, mpi_built, mpi_enabled, mpi_threads_supported, nccl_built,
                      rank, rocm_built, shutdown, size, start_timeline, stop_timeline)
-from .collectives import (Adasum, Average, ProcessSet, Sum, add_process_set, allreduce as _tf_allreduce,
+from ..collectives import (Adasum, Average, ProcessSet, Sum, add_process_set, allreduce as _tf_allreduce,
                           broadcast_variables, global_process_set, remove_process_set)
-from .compression import Compression, Compressor
-from .aggregation import LocalAggregation
-from .gradient_tape import allreduce_gradients, local_layer_list, predivide_check
-from .process_sets import check_registered
-
-
-
-def _major(package: Any) -> int:
-    return int(str(getattr(package, "__version__", "0")).split(".")[0])
-
-
-def _keras() -> Tuple[Any, int]:
-    """The Keras module `tf.keras` is (Keras 3, or tf_keras / keras 2.x) and its major version."""
-    import tensorflow as tf
-
-    module = tf.keras
-    name = getattr(module, "__name__", "") or type(module).__module__
-    package = sys.modules.get(name.split(".")[0])
-    major = _major(package)
-    if major not in (2, 3):
-        raise NotImplementedError("not supported: Keras %s (tf.keras is %s) in perseus.tensorflow.horovod.keras; "
-                                  "Keras 2 (tf_keras, keras 2.x) and Keras 3 are"
-                                  % (getattr(package, "__version__", "?"), name))
-    return module, major
+from ..compression import Compression, Compressor
+from ..aggregation import LocalAggregation
+from ..gradient_tape import allreduce_gradients, local_layer_list, predivide_check
+from ..process_sets import check_registered
+from ._versions import _keras, _major, _optimizer_variables
 
 
 def _class_keras_major(cls: Any) -> int:
@@ -256,7 +237,7 @@ def broadcast_global_variables(root_rank: int) -> Any:
         raise RuntimeError("hvd.keras.broadcast_global_variables() is for TF1 graphs; with eager execution add "
                            "hvd.keras.callbacks.BroadcastGlobalVariablesCallback(%d) to fit's callbacks or call "
                            "hvd.broadcast_variables(model.variables, root_rank=%d)" % (root_rank, root_rank))
-    from .tf1 import broadcast_global_variables as graph_broadcast
+    from ..tf1 import broadcast_global_variables as graph_broadcast
 
     return _value(graph_broadcast(root_rank))
 
@@ -274,12 +255,6 @@ def load_model(filepath: Any, custom_optimizers: Any = None, custom_objects: Any
     if optimizer is not None and not getattr(type(optimizer), "_perseus_distributed", False):
         optimizer.__class__ = _distributed_class(type(optimizer), compression, Average, False)
     return model
-
-
-def _optimizer_variables(optimizer: Any) -> list:
-    """Keras 3 and Keras 2's new optimizers: a `variables` property; Keras 2's legacy ones: a method."""
-    found = optimizer.variables
-    return list(found() if callable(found) else found)
 
 
 def _set_learning_rate(optimizer: Any, value: float) -> None:
@@ -517,3 +492,13 @@ __all__ = ["init", "shutdown", "is_initialized", "size", "local_size", "cross_si
            "remove_process_set", "DistributedOptimizer", "PartialDistributedOptimizer",
            "broadcast_global_variables", "allreduce", "allgather", "broadcast", "reducescatter", "load_model",
            "callbacks"]
+
+
+def __getattr__(name: str) -> Any:
+    """hvd.elastic (KerasState and its callbacks): imported on first use, since its callback classes take the
+    Keras `tf.keras` is at that moment (TF_USE_LEGACY_KERAS may be set after this module is imported)."""
+    if name == "elastic":
+        import importlib
+
+        return importlib.import_module(__name__ + ".elastic")
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
