@@ -6,7 +6,8 @@ pip wheel that interpreter bundles (ensurepip). Nothing else: the rendered files
 A conda `python` package is the interpreter's prefix as files plus info/index.json and
 info/paths.json. pyenv's interpreters hard-code their own prefix (the executable's RUNPATH, the build
 settings in sysconfigdata); paths.json declares those files with the prefix as placeholder, in
-binary or text mode as conda-build does, and the installer rewrites them for the new prefix. Binary
+binary or text mode as conda-build does, and the installer rewrites them for the new prefix
+(libpython excepted, see `_path_entry`). Binary
 rewriting pads with NULs, so a target prefix must be no longer than the pyenv prefix
 (`write_channel` says how long): install into short paths.
 """
@@ -17,6 +18,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import tarfile
 import zipfile
 from dataclasses import dataclass
@@ -29,6 +31,9 @@ SUBDIR = "linux-64"
 # not part of a minimal interpreter: the test suite, GUI toolkits, caches, and whatever pyenv's
 # pip put into site-packages (conda's pip is its own package)
 _SKIPPED_DIRS = {"test", "idlelib", "tkinter", "turtledemo", "__pycache__", "site-packages"}
+
+
+_LIBPYTHON = re.compile(r"lib/libpython3\.\d+\.so\.[\d.]+")
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,10 @@ def _path_entry(rel: str, path: Path, placeholder: str) -> dict:
         return {"_path": rel, "path_type": "softlink"}
     data = path.read_bytes()
     entry = {"_path": rel, "path_type": "hardlink", "sha256": _sha256(data), "size_in_bytes": len(data)}
-    if placeholder.encode() in data:
+    # libpython is left as built: its linker merged PY_VERSION ("3.11.7") into the tail of the prefix
+    # string, so rewriting the prefix would clobber sys.version. Its compiled-in prefix is only
+    # getpath's fallback; the prefix is found from the executable's location.
+    if placeholder.encode() in data and not _LIBPYTHON.fullmatch(rel):
         entry["prefix_placeholder"] = placeholder
         entry["file_mode"] = "binary" if b"\0" in data else "text"
     return entry

@@ -89,11 +89,14 @@ def install_pip_section(
     modules: tuple[str, ...] = ("perseus",),
     pip_args: tuple[str, ...] = (),
     prepared: bool = False,
+    workdir: Path | None = None,
 ) -> PipInstallResult:
     """Fresh venv of the file's Python at `venv_dir`, `pip install -U -r` its pip lines, import `modules`.
 
-    `prepared`: `venv_dir` is already a venv of that Python (a caller may have linked big files into
-    it from a cache); pip then installs whatever the lines still need.
+    `prepared`: `venv_dir` is already an environment of that Python with pip (a venv a caller linked big
+    files into from a cache, or a conda prefix); pip then installs whatever the lines still need.
+    `workdir`: as conda does (conda/env/installers/pip.py, `_pip_install_via_requirements`), the
+    requirements file is written into the env file's folder and pip runs there.
     """
     start = time.perf_counter()
     python = env_python(env)
@@ -108,7 +111,7 @@ def install_pip_section(
             raise ConfigurationError(f"{venv_dir} is not empty: the check installs into a fresh environment")
         subprocess.run([str(interpreter), "-m", "venv", str(venv_dir)], check=True, capture_output=True)
     environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="condaenv.", delete=False) as handle:
+    with tempfile.NamedTemporaryFile("w", suffix=".requirements.txt", prefix="condaenv.", dir=workdir, delete=False) as handle:
         handle.write("".join(f"{line}\n" for line in lines))
         requirements = handle.name
     try:
@@ -117,6 +120,7 @@ def install_pip_section(
             capture_output=True,
             text=True,
             env=environ,
+            cwd=workdir,
         )
     finally:
         os.unlink(requirements)
