@@ -47,7 +47,7 @@ FILES = {"torch_2.13.0_cpu_py311.yaml": "3.11", "tensorflow_2.21.0_cpu_py311.yam
 def _pyenv_prefix(python: str) -> Path:
     found = find_interpreter(python)
     if found is None:
-        pytest.skip(f"no pyenv Python {python} here to repackage as conda's python")
+        pytest.fail(f"no pyenv Python {python} here to repackage as conda's python (dev/lib.sh find_python)")
     return Path(found.executable).parent.parent
 
 
