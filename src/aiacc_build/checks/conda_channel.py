@@ -1,15 +1,14 @@
 """A local stand-in `conda-forge` channel whose packages install for real: `python` is one of this
 machine's pyenv interpreters repackaged as a conda package, `pip` is a noarch package made from the
-pip wheel that interpreter bundles (ensurepip). Nothing else: the rendered files' conda part is
+newest pip wheel those interpreters bundle (ensurepip). Nothing else: the rendered files' conda part is
 `python=3.X` and `pip`.
 
 A conda `python` package is the interpreter's prefix as files plus info/index.json and
 info/paths.json. pyenv's interpreters hard-code their own prefix (the executable's RUNPATH, the build
 settings in sysconfigdata); paths.json declares those files with the prefix as placeholder, in
 binary or text mode as conda-build does, and the installer rewrites them for the new prefix
-(libpython excepted, see `_path_entry`). Binary
-rewriting pads with NULs, so a target prefix must be no longer than the pyenv prefix
-(`write_channel` says how long): install into short paths.
+(libpython excepted, see `_path_entry`). Binary rewriting pads with NULs, so a target prefix must be
+no longer than the pyenv prefix (`max_prefix_length`): install into short paths.
 """
 
 from __future__ import annotations
@@ -31,8 +30,6 @@ SUBDIR = "linux-64"
 # not part of a minimal interpreter: the test suite, GUI toolkits, caches, and whatever pyenv's
 # pip put into site-packages (conda's pip is its own package)
 _SKIPPED_DIRS = {"test", "idlelib", "tkinter", "turtledemo", "__pycache__", "site-packages"}
-
-
 _LIBPYTHON = re.compile(r"lib/libpython3\.\d+\.so\.[\d.]+")
 
 
