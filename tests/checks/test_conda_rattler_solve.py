@@ -3,8 +3,8 @@ local stand-in `conda-forge` channel: metadata-only records of the machine's Pyt
 channel names resolved through a file:// channel alias as conda resolves them. What real conda 26.7.1 showed
 (bench/RESULTS.md, 2026-11-26): a file listing `nodefaults` fails before any solve, as `nodefaults` is then a channel.
 
-A solve, not an install: the stand-in records hold no files (installing the pip sections for real is
-test_local_cell_pip.py's part)."""
+A solve, not an install: the stand-in records hold no files (test_conda_rattler_install.py installs the
+same files for real, from a channel of real packages, pip sections included)."""
 
 from __future__ import annotations
 

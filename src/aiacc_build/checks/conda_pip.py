@@ -1,7 +1,8 @@
 """Install the pip part of one rendered conda file, for real, the way `conda env create` does.
 
 conda writes an environment's `pip:` lines into a requirements file and runs
-`python -m pip install -U -r <file>` in the new environment. This does the same in a fresh venv of
+`python -m pip install -U -r <file> --exists-action=b` in the new environment (conda 26.5.3 and 26.7.1:
+conda/env/installers/pip.py, `_pip_install_via_requirements`). This does the same in a fresh venv of
 the file's Python (a pyenv interpreter stands in for conda's Python), then imports the Perseus
 packages. `mirror_to` replaces the release's mirror URL (the scheme + host + path prefix every
 Perseus line starts with) in every pip line: that is how a locally served mirror
@@ -89,11 +90,14 @@ def install_pip_section(
     modules: tuple[str, ...] = ("perseus",),
     pip_args: tuple[str, ...] = (),
     prepared: bool = False,
+    workdir: Path | None = None,
 ) -> PipInstallResult:
     """Fresh venv of the file's Python at `venv_dir`, `pip install -U -r` its pip lines, import `modules`.
 
-    `prepared`: `venv_dir` is already a venv of that Python (a caller may have linked big files into
-    it from a cache); pip then installs whatever the lines still need.
+    `prepared`: `venv_dir` is already an environment of that Python with pip (a venv a caller linked big
+    files into from a cache, or a conda prefix); pip then installs whatever the lines still need.
+    `workdir`: as conda does (`get_pip_workdir`), the requirements file is written into the env file's
+    folder and pip runs there.
     """
     start = time.perf_counter()
     python = env_python(env)
@@ -108,15 +112,16 @@ def install_pip_section(
             raise ConfigurationError(f"{venv_dir} is not empty: the check installs into a fresh environment")
         subprocess.run([str(interpreter), "-m", "venv", str(venv_dir)], check=True, capture_output=True)
     environ = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME")}
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", prefix="condaenv.", delete=False) as handle:
+    with tempfile.NamedTemporaryFile("w", suffix=".requirements.txt", prefix="condaenv.", dir=workdir, delete=False) as handle:
         handle.write("".join(f"{line}\n" for line in lines))
         requirements = handle.name
     try:
         pip = subprocess.run(
-            [str(venv_python), "-m", "pip", "install", "-U", *pip_args, "-r", requirements],
+            [str(venv_python), "-m", "pip", "install", "-U", *pip_args, "-r", requirements, "--exists-action=b"],
             capture_output=True,
             text=True,
             env=environ,
+            cwd=workdir,
         )
     finally:
         os.unlink(requirements)
