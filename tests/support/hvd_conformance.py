@@ -168,3 +168,25 @@ def function_name(row: Row) -> str:
     parts = set(row.variant.split("_"))
     return "{}{}{}{}".format("grouped_" if "grouped" in parts else "", row.collective,
                              "_async" if "async" in parts else "", "_" if "inplace" in parts else "")
+
+
+def call_kwargs(row: Row, hvd) -> Dict[str, object]:
+    """The keyword arguments of a row's call: the reduce op, or broadcast's root rank."""
+    if row.op:
+        return {"op": getattr(hvd, row.op)}
+    return {"root_rank": ROOT} if row.collective == "broadcast" else {}
+
+
+def verdicts_by_row(reports) -> Dict[str, Dict[int, str]]:
+    """Row key -> {rank: verdict} from the ranks' reports ({"rank": r, "rows": {key: verdict}} each)."""
+    found: Dict[str, Dict[int, str]] = {}
+    for report in reports:
+        for key, verdict in report["rows"].items():
+            found.setdefault(key, {})[report["rank"]] = verdict
+    return found
+
+
+def assert_row_passed(verdicts: Dict[str, Dict[int, str]], row: Row) -> None:
+    got = verdicts.get(row.key())
+    assert got is not None, "the job did not run row {}".format(row.key())
+    assert got == {r: "ok" for r in range(SIZE)}, got

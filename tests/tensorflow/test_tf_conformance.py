@@ -19,15 +19,9 @@ ROWS = C.universe(C.BINDINGS["tensorflow"])
 
 @pytest.fixture(scope="module")
 def reports(ops):
-    found = {}
-    for report in run_job("rows", worker=WORKER):
-        for key, verdict in report["rows"].items():
-            found.setdefault(key, {})[report["rank"]] = verdict
-    return found
+    return C.verdicts_by_row(run_job("rows", worker=WORKER))
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.key() for row in ROWS])
 def test_row(reports, row):
-    verdicts = reports.get(row.key())
-    assert verdicts is not None, "the job did not run row {}".format(row.key())
-    assert verdicts == {0: "ok", 1: "ok"}, verdicts
+    C.assert_row_passed(reports, row)

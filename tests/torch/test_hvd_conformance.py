@@ -22,19 +22,14 @@ ROWS = C.universe(C.BINDINGS["torch"])
 
 @pytest.fixture(scope="module")
 def reports():
-    found = {}
-    for mode in ("1", "0"):
-        results = launch(str(HERE / "workers" / "hvd_rows.py"), 2, timeout=300,
-                         env={"PERSEUS_CHANGE_HVD_ALLGATHER": mode,
-                              "PYTHONPATH": python_path() + ":" + str(SUPPORT)})
-        for r in results:
-            for key, verdict in r.output["rows"].items():
-                found.setdefault(key, {})[r.rank] = verdict
-    return found
+    outputs = []
+    for mode in ("1", "0"):  # concatenating and stacking allgather
+        outputs += [r.output for r in launch(str(HERE / "workers" / "hvd_rows.py"), 2, timeout=300,
+                                             env={"PERSEUS_CHANGE_HVD_ALLGATHER": mode,
+                                                  "PYTHONPATH": python_path() + ":" + str(SUPPORT)})]
+    return C.verdicts_by_row(outputs)
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[row.key() for row in ROWS])
 def test_row(reports, row):
-    verdicts = reports.get(row.key())
-    assert verdicts is not None, "the job did not run row {}".format(row.key())
-    assert verdicts == {0: "ok", 1: "ok"}, verdicts
+    C.assert_row_passed(reports, row)

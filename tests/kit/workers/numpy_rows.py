@@ -12,15 +12,13 @@ import numpy as np  # noqa: E402
 import hvd_conformance as C  # noqa: E402
 import numpy_binding as hvd  # noqa: E402
 
-KWARGS = {"allreduce": lambda row: {"op": getattr(hvd, row.op)}, "reducescatter": lambda row: {"op": getattr(hvd, row.op)},
-          "broadcast": lambda row: {"root_rank": C.ROOT}, "allgather": lambda row: {}, "alltoall": lambda row: {}}
 
 
 def run(row, rank):
     array = C.base(rank, row.dtype).astype(row.dtype)
     parts = set(row.variant.split("_"))
     args = [array, array.copy()] if "grouped" in parts else array
-    out = getattr(hvd, C.function_name(row))(args, **KWARGS[row.collective](row))
+    out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
     if "inplace" in parts:
         out = args  # the inputs hold the result
     outputs = list(out) if "grouped" in parts else [out]

@@ -12,15 +12,13 @@ import mxnet as mx  # noqa: E402
 import hvd_conformance as C  # noqa: E402
 import perseus.mxnet as hvd  # noqa: E402
 
-KWARGS = {"allreduce": lambda row: {"op": getattr(hvd, row.op)}, "reducescatter": lambda row: {"op": getattr(hvd, row.op)},
-          "broadcast": lambda row: {"root_rank": C.ROOT}, "allgather": lambda row: {}, "alltoall": lambda row: {}}
 
 
 def run(row, rank):
     tensor = mx.nd.array(C.base(rank, row.dtype), dtype=row.dtype)
     parts = set(row.variant.split("_"))
     args = [tensor, tensor.copy()] if "grouped" in parts else tensor
-    out = getattr(hvd, C.function_name(row))(args, **KWARGS[row.collective](row))
+    out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
     if "inplace" in parts:
         out = args  # the inputs hold the result
     outputs = list(out) if "grouped" in parts else [out]

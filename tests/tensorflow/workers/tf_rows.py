@@ -14,8 +14,6 @@ import tensorflow as tf  # noqa: E402
 import hvd_conformance as C  # noqa: E402
 import perseus.tensorflow.horovod as hvd  # noqa: E402
 
-KWARGS = {"allreduce": lambda row: {"op": getattr(hvd, row.op)}, "reducescatter": lambda row: {"op": getattr(hvd, row.op)},
-          "broadcast": lambda row: {"root_rank": C.ROOT}, "allgather": lambda row: {}, "alltoall": lambda row: {}}
 
 
 def run(row: C.Row, rank: int):
@@ -23,11 +21,11 @@ def run(row: C.Row, rank: int):
     parts = set(row.variant.split("_"))
     if "inplace" in parts:  # broadcast_: tf.Variables, assigned in place
         args = [tf.Variable(tensor)]
-        getattr(hvd, C.function_name(row))(args, **KWARGS[row.collective](row))
+        getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
         outputs = [v.read_value() for v in args]
     else:
         args = [tensor, tf.identity(tensor)] if "grouped" in parts else tensor
-        out = getattr(hvd, C.function_name(row))(args, **KWARGS[row.collective](row))
+        out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
         outputs = list(out) if "grouped" in parts else [out]
     return [o.numpy() for o in outputs], [o.dtype.name for o in outputs]
 

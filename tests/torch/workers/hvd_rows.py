@@ -15,8 +15,6 @@ DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.f
           "uint8": torch.uint8, "int8": torch.int8, "int16": torch.int16, "int32": torch.int32, "int64": torch.int64,
           "bool": torch.bool}
 NAMES = {v: k for k, v in DTYPES.items()}
-KWARGS = {"allreduce": lambda row: {"op": getattr(hvd, row.op)}, "reducescatter": lambda row: {"op": getattr(hvd, row.op)},
-          "broadcast": lambda row: {"root_rank": C.ROOT}, "allgather": lambda row: {}, "alltoall": lambda row: {}}
 
 
 def run(row: C.Row, rank: int):
@@ -24,7 +22,7 @@ def run(row: C.Row, rank: int):
     tensor = torch.from_numpy(C.base(rank, row.dtype)).to(DTYPES[row.dtype])
     parts = set(row.variant.split("_"))
     args = [tensor, tensor.clone()] if "grouped" in parts else tensor
-    out = getattr(hvd, C.function_name(row))(args, **KWARGS[row.collective](row))
+    out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
     if "async" in parts:
         out = hvd.synchronize(out)
     if "inplace" in parts:
