@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigurationError
+from ..hashing import bytes_sha256
 
 SUBDIR = "linux-64"
 
@@ -40,8 +41,6 @@ class StandinPackage:
     record: dict  # its repodata.json entry
 
 
-def _sha256(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def _python_files(root: Path, minor: str) -> list[Path]:
@@ -65,7 +64,7 @@ def _path_entry(rel: str, path: Path, placeholder: str) -> dict:
     if path.is_symlink():
         return {"_path": rel, "path_type": "softlink"}
     data = path.read_bytes()
-    entry = {"_path": rel, "path_type": "hardlink", "sha256": _sha256(data), "size_in_bytes": len(data)}
+    entry = {"_path": rel, "path_type": "hardlink", "sha256": bytes_sha256(data), "size_in_bytes": len(data)}
     # libpython is left as built: its linker merged PY_VERSION ("3.11.7") into the tail of the prefix
     # string, so rewriting the prefix would clobber sys.version. Its compiled-in prefix is only
     # getpath's fallback; the prefix is found from the executable's location.
@@ -94,7 +93,7 @@ def _write(out_dir: Path, subdir: str, filename: str, index: dict, paths: list[d
     target.parent.mkdir(parents=True, exist_ok=True)
     _tar_bz2(target, [*info.items(), *files])
     data = target.read_bytes()
-    record = dict(index, md5=hashlib.md5(data).hexdigest(), sha256=_sha256(data), size=len(data))
+    record = dict(index, md5=hashlib.md5(data).hexdigest(), sha256=bytes_sha256(data), size=len(data))
     return StandinPackage(filename, subdir, record)
 
 
@@ -126,7 +125,7 @@ def pip_package(wheel: Path, out_dir: Path) -> StandinPackage:
                 continue
             data = archive.read(name)
             rel = f"site-packages/{name}"
-            paths.append({"_path": rel, "path_type": "hardlink", "sha256": _sha256(data), "size_in_bytes": len(data)})
+            paths.append({"_path": rel, "path_type": "hardlink", "sha256": bytes_sha256(data), "size_in_bytes": len(data)})
             files.append((rel, data))
     link = {"noarch": {"type": "python", "entry_points": ["pip = pip._internal.cli.main:main"]},
             "package_metadata_version": 1}
