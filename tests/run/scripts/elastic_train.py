@@ -19,6 +19,9 @@ import time
 
 import torch
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import elastic_files  # noqa: E402
+
 import perseus.torch.horovod as hvd
 
 SAMPLES, FEATURES, BATCH, LR = 48, 4, 2, 0.05
@@ -32,20 +35,15 @@ def data():
 
 
 def progress(out, step, size):
-    if hvd.rank() == 0:
-        with open(os.path.join(out, "progress.tmp"), "w") as f:
-            f.write("{} {}\n".format(step, size))
-        os.replace(os.path.join(out, "progress.tmp"), os.path.join(out, "progress"))
+    elastic_files.write_progress(out, hvd.rank(), step, size)
 
 
 def main() -> None:
     out, total, pause = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
     commit_every = int(sys.argv[4]) if len(sys.argv) > 4 else 2
     crash_after = int(os.environ.get("ELASTIC_TEST_CRASH", "0"))
-    holds = {int(n) for n in os.environ.get("ELASTIC_TEST_HOLD", "").split(",") if n}
-    worker = os.environ.get("PERSEUS_ELASTIC_WORKER", "static").replace(":", "_")
-    with open(os.path.join(out, "pid." + worker), "w") as f:
-        f.write(str(os.getpid()))
+    holds = elastic_files.hold_steps()
+    elastic_files.write_pid(out)
     x, y = data()
     hvd.init()
     model = torch.nn.Linear(FEATURES, 1, bias=False).double()
@@ -63,7 +61,7 @@ def main() -> None:
             batch = 0
             iter(state.sampler)
             while batch * BATCH < len(state.sampler.indices) and state.step < total:
-                while state.step in holds and not hvd.broadcast_object(os.path.exists(os.path.join(out, "go.{}".format(state.step)))):
+                while state.step in holds and not hvd.broadcast_object(elastic_files.released(out, state.step)):
                     progress(out, state.step, hvd.size())  # every rank in a collective: a lost one is noticed
                     time.sleep(0.05)
                 indices = state.sampler.get_indices(batch, BATCH)

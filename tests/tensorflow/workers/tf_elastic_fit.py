@@ -19,6 +19,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import elastic_files  # noqa: E402
+
 import perseus.tensorflow.horovod.keras as hvd
 from perseus.tensorflow.horovod import broadcast_object
 
@@ -44,10 +47,8 @@ def part(left, step, rank, size):
 
 def main() -> None:
     out, epochs, per_commit = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    holds = {int(n) for n in os.environ.get("ELASTIC_TEST_HOLD", "").split(",") if n}
-    worker = os.environ.get("PERSEUS_ELASTIC_WORKER", "static").replace(":", "_")
-    with open(os.path.join(out, "pid." + worker), "w") as f:
-        f.write(str(os.getpid()))
+    holds = elastic_files.hold_steps()
+    elastic_files.write_pid(out)
     x, y = data()
     hvd.init()
     model = tf.keras.Sequential([tf.keras.Input((FEATURES,), dtype="float64"),
@@ -57,10 +58,7 @@ def main() -> None:
     state = hvd.elastic.KerasState(model, epoch=0, batch=0, step=0, processed=[], history=[])
 
     def progress():
-        if hvd.rank() == 0:
-            with open(os.path.join(out, "progress.tmp"), "w") as f:
-                f.write("{} {}\n".format(state.step, hvd.size()))
-            os.replace(os.path.join(out, "progress.tmp"), os.path.join(out, "progress"))
+        elastic_files.write_progress(out, hvd.rank(), state.step, hvd.size())
 
     class Record(tf.keras.callbacks.Callback):
         """Before the commit callback: the step's samples go into the state that it commits."""
@@ -75,7 +73,7 @@ def main() -> None:
             state.history = state.history + [{"size": size, "parts": parts, "epoch": state.epoch}]
             state.step += 1
             progress()
-            while state.step in holds and not broadcast_object(os.path.exists(os.path.join(out, "go.{}".format(state.step)))):
+            while state.step in holds and not broadcast_object(elastic_files.released(out, state.step)):
                 progress()
                 time.sleep(0.05)
 

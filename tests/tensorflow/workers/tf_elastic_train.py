@@ -22,6 +22,9 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "support"))
+import elastic_files  # noqa: E402
+
 import perseus.tensorflow.horovod as hvd
 
 SAMPLES, FEATURES, BATCH, LR = 48, 4, 2, 0.05
@@ -35,10 +38,7 @@ def data():
 
 
 def progress(out, step, size):
-    if hvd.rank() == 0:
-        with open(os.path.join(out, "progress.tmp"), "w") as f:
-            f.write("{} {}\n".format(step, size))
-        os.replace(os.path.join(out, "progress.tmp"), os.path.join(out, "progress"))
+    elastic_files.write_progress(out, hvd.rank(), step, size)
 
 
 def parts_of_step(epoch, processed, size):
@@ -53,10 +53,8 @@ def parts_of_step(epoch, processed, size):
 
 def main() -> None:
     out, total, pause, commit_every = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4])
-    holds = {int(n) for n in os.environ.get("ELASTIC_TEST_HOLD", "").split(",") if n}
-    worker = os.environ.get("PERSEUS_ELASTIC_WORKER", "static").replace(":", "_")
-    with open(os.path.join(out, "pid." + worker), "w") as f:
-        f.write(str(os.getpid()))
+    holds = elastic_files.hold_steps()
+    elastic_files.write_pid(out)
     x, y = data()
     hvd.init()
     model = tf.keras.Sequential([tf.keras.Input((FEATURES,), dtype="float64"),
@@ -75,7 +73,7 @@ def main() -> None:
     @hvd.elastic.run
     def train(state):
         while state.step < total:
-            while state.step in holds and not hvd.broadcast_object(os.path.exists(os.path.join(out, "go.{}".format(state.step)))):
+            while state.step in holds and not hvd.broadcast_object(elastic_files.released(out, state.step)):
                 progress(out, state.step, hvd.size())  # every rank in a collective: a lost one is noticed
                 time.sleep(0.05)
             parts = parts_of_step(state.epoch, state.processed, hvd.size())
