@@ -190,3 +190,19 @@ def assert_row_passed(verdicts: Dict[str, Dict[int, str]], row: Row) -> None:
     got = verdicts.get(row.key())
     assert got is not None, "the job did not run row {}".format(row.key())
     assert got == {r: "ok" for r in range(SIZE)}, got
+
+
+def call_row(row: Row, hvd, tensor, copy) -> list:
+    """The row's outputs, its function called as its variant is called: grouped variants take `tensor` and
+    `copy(tensor)`; async ones are synchronized; in-place ones give back their inputs; alltoall's (output, splits)
+    gives the output."""
+    parts = set(row.variant.split("_"))
+    args = [tensor, copy(tensor)] if "grouped" in parts else tensor
+    out = getattr(hvd, function_name(row))(args, **call_kwargs(row, hvd))
+    if "async" in parts:
+        out = hvd.synchronize(out)
+    if "inplace" in parts:
+        out = args  # the inputs hold the result
+    if row.collective == "alltoall" and isinstance(out, tuple):
+        out = out[0]
+    return list(out) if "grouped" in parts else [out]

@@ -13,15 +13,8 @@ import hvd_conformance as C  # noqa: E402
 import numpy_binding as hvd  # noqa: E402
 
 
-
 def run(row, rank):
-    array = C.base(rank, row.dtype).astype(row.dtype)
-    parts = set(row.variant.split("_"))
-    args = [array, array.copy()] if "grouped" in parts else array
-    out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
-    if "inplace" in parts:
-        out = args  # the inputs hold the result
-    outputs = list(out) if "grouped" in parts else [out]
+    outputs = C.call_row(row, hvd, C.base(rank, row.dtype).astype(row.dtype), lambda a: a.copy())
     return outputs, [o.dtype.name for o in outputs]
 
 

@@ -13,15 +13,8 @@ import hvd_conformance as C  # noqa: E402
 import perseus.mxnet as hvd  # noqa: E402
 
 
-
 def run(row, rank):
-    tensor = mx.nd.array(C.base(rank, row.dtype), dtype=row.dtype)
-    parts = set(row.variant.split("_"))
-    args = [tensor, tensor.copy()] if "grouped" in parts else tensor
-    out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
-    if "inplace" in parts:
-        out = args  # the inputs hold the result
-    outputs = list(out) if "grouped" in parts else [out]
+    outputs = C.call_row(row, hvd, mx.nd.array(C.base(rank, row.dtype), dtype=row.dtype), lambda t: t.copy())
     return [o.asnumpy() for o in outputs], [o.dtype.__name__ if isinstance(o.dtype, type) else str(o.dtype)
                                             for o in outputs]
 

@@ -15,7 +15,6 @@ import hvd_conformance as C  # noqa: E402
 import perseus.tensorflow.horovod as hvd  # noqa: E402
 
 
-
 def run(row: C.Row, rank: int):
     tensor = tf.constant(C.base(rank, row.dtype).astype(row.dtype))
     parts = set(row.variant.split("_"))
@@ -24,9 +23,7 @@ def run(row: C.Row, rank: int):
         getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
         outputs = [v.read_value() for v in args]
     else:
-        args = [tensor, tf.identity(tensor)] if "grouped" in parts else tensor
-        out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
-        outputs = list(out) if "grouped" in parts else [out]
+        outputs = C.call_row(row, hvd, tensor, tf.identity)
     return [o.numpy() for o in outputs], [o.dtype.name for o in outputs]
 
 

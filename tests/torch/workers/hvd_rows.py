@@ -18,18 +18,7 @@ NAMES = {v: k for k, v in DTYPES.items()}
 
 
 def run(row: C.Row, rank: int):
-    """The row's outputs, called as its variant is called (grouped variants take two tensors)."""
-    tensor = torch.from_numpy(C.base(rank, row.dtype)).to(DTYPES[row.dtype])
-    parts = set(row.variant.split("_"))
-    args = [tensor, tensor.clone()] if "grouped" in parts else tensor
-    out = getattr(hvd, C.function_name(row))(args, **C.call_kwargs(row, hvd))
-    if "async" in parts:
-        out = hvd.synchronize(out)
-    if "inplace" in parts:
-        out = args  # the inputs hold the result
-    if row.collective == "alltoall" and isinstance(out, tuple):
-        out = out[0]  # (output, received splits)
-    outputs = list(out) if "grouped" in parts else [out]
+    outputs = C.call_row(row, hvd, torch.from_numpy(C.base(rank, row.dtype)).to(DTYPES[row.dtype]), torch.clone)
     return [o.to(torch.float64).numpy() if o.dtype != torch.bool else o.numpy() for o in outputs], \
         [NAMES.get(o.dtype, str(o.dtype)) for o in outputs]
 
