@@ -130,6 +130,22 @@ built_wheel() {  # built_wheel DISTRIBUTION FRAMEWORK_VERSION: the wheel of $AIA
   return 0
 }
 
+install_binding() {  # install_binding FRAMEWORK DISTRIBUTION FRAMEWORK_VERSION: into .venv the wheel of
+  # $AIACC_BUILT_MIRROR (built, repaired and tested by dev/test.sh's build-local-cell stage: not compiled twice),
+  # else native/bindings/FRAMEWORK compiled with the engine and Gloo (build tree native/build-FRAMEWORK)
+  local wheel
+  wheel="$(built_wheel "$2" "$3")"
+  if [ -n "$wheel" ]; then
+    echo "$2: installing $wheel"
+    "$VENV/bin/python" -m pip install -q --no-deps --force-reinstall "$wheel"
+    return 0
+  fi
+  gloo_recipe  # the binding links the engine, and Gloo with it (cached after the first build)
+  PERSEUS_RELEASE="$(dev_release)" CMAKE_BUILD_PARALLEL_LEVEL=2 "$VENV/bin/python" -m pip install -q \
+    --no-build-isolation --no-deps -C "build-dir=$REPO_ROOT/native/build-$1" \
+    -C "cmake.define.PERSEUS_GLOO_PREFIX=$(cat "$REPO_ROOT/.cache/gloo/prefix")" "$REPO_ROOT/native/bindings/$1"
+}
+
 engine_cuda_compile() {  # -DPERSEUS_ENGINE_CUDA=ON: the core's kernels and the engine's device code built with the
   # provisioned CUDA 12.4 toolkit (aiacc-build toolkit fetch 12.4: ~1 GB once), compile only (no GPU here), in native/build-cuda
   gloo_recipe
