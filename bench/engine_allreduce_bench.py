@@ -45,7 +45,7 @@ def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False, 
         from perseus import engine
 
         eng = engine.Engine(rank, 2, 0, 1, rank, ADDRESSES[0], int(os.environ["PERSEUS_MASTER_PORT"]),
-                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=fusion, streams=1)
+                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=None if fusion < 0 else fusion, streams=1)
         for mib in sizes:
             buf = array.array("f", bytes(mib * MIB))
             times, sent = [], []

@@ -95,8 +95,58 @@ def render_c_header(source: Path = PERSEUS_SOURCE) -> str:
         end = " \\" if i < len(pairs) - 1 else ""
         lines.append(f"  X(PERSEUS_ENV_{name}, PERSEUS_ENV_ALIAS_{alias}){end}")
     lines.append("")
+    lines += render_engine_options(source)
     lines.append("#endif  // PERSEUS_VARIABLES_H_")
     return "\n".join(lines) + "\n"
+
+
+INT_MAX_LITERAL = "2147483647"
+AUTOMATIC_INT = "-1"  # an engine int option declared without a default: the engine's automatic choice
+
+
+def _x_macro(name: str, comment: str, rows: list[str]) -> list[str]:
+    lines = [f"/* {comment} */", f"#define {name}(X)" + (" \\" if rows else "")]
+    lines += [f"  X({row})" + (" \\" if i < len(rows) - 1 else "") for i, row in enumerate(rows)]
+    return lines + [""]
+
+
+def render_engine_options(source: Path = PERSEUS_SOURCE) -> list[str]:
+    """The engine options the declaration names (`engine=`), one X-macro table per C type: the engine's options
+    struct, its defaults, its environment parser and its set/get by name all expand these."""
+    rows: dict[str, list[str]] = {"int": [], "real": [], "text": []}
+    for spec in declaration(source).VARIABLES:
+        if not spec.engine:
+            continue
+        kind = getattr(spec.parse, "kind", None)
+        accepts = c_literal(getattr(spec.parse, "accepts", None) or spec.allowed)
+        if kind == "int":
+            unset = c_literal(spec.default) if spec.default is not None else AUTOMATIC_INT
+            high = spec.parse.maximum
+            rows["int"].append(f'{spec.engine}, "{spec.name}", {unset}, {spec.parse.minimum}, '
+                               f'{INT_MAX_LITERAL if high is None else high}, {accepts}')
+        elif kind == "real":
+            unset = c_literal(float(spec.default))
+            high = "HUGE_VAL" if spec.parse.maximum is None else c_literal(float(spec.parse.maximum))
+            rows["real"].append(f'{spec.engine}, "{spec.name}", {unset}, {c_literal(float(spec.parse.minimum))}, '
+                                f'{int(spec.parse.minimum_inclusive)}, {high}, {accepts}')
+        elif kind == "text" and not hasattr(spec.parse, "minimum") and getattr(spec.parse, "accepts", None) is None:
+            rows["text"].append(f'{spec.engine}, "{spec.name}", {accepts}')
+        else:
+            raise ValueError(f"{spec.name}: not supported as an engine option (engine={spec.engine!r}): the engine "
+                             f"holds integers, numbers and free text, not a parser of kind {kind!r} with fixed words")
+    lines = [
+        "/* The native engine's options that variables set (`engine=` in their declaration). The engine's options",
+        " * struct has one field per row; perseus_engine_options_from_env() reads each variable (and its aliases),",
+        " * perseus_engine_options_set() takes the field or the variable by name, with the same rule and message.",
+        " * Unset: the declared default, else the engine's automatic choice (-1; \"\" for text). */",
+        "#define PERSEUS_ENGINE_TEXT_CAPACITY 256",
+        "",
+    ]
+    lines += _x_macro("PERSEUS_ENGINE_INT_OPTIONS", "X(field, variable, unset, minimum, maximum, accepts)", rows["int"])
+    lines += _x_macro("PERSEUS_ENGINE_REAL_OPTIONS",
+                      "X(field, variable, unset, minimum, minimum_inclusive, maximum, accepts)", rows["real"])
+    lines += _x_macro("PERSEUS_ENGINE_TEXT_OPTIONS", "X(field, variable, accepts): free text, unset \"\"", rows["text"])
+    return lines
 
 
 def _cell(text: str) -> str:

@@ -6,6 +6,7 @@ on a lent GPU machine; multi-GPU NCCL runs are CI-only (docs/device.md)."""
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests
 
 WORKER = Path(__file__).resolve().parent / "workers" / "device_cases.py"
 RUNTIME = REPO_ROOT / "native" / "runtime"
+ENGINE_HEADER = REPO_ROOT / "native" / "engine" / "include" / "perseus" / "engine.h"
 
 
 @pytest.fixture(scope="session")
@@ -59,8 +61,9 @@ def test_the_python_handle_refuses_another_c_abi_version(engine_library, tmp_pat
                           universal_newlines=True, timeout=60)
     assert done.returncode == 0, done.stderr
     real_version, message = done.stdout.strip().splitlines()
-    assert real_version == "4"
-    assert "has C ABI version 2, this module speaks 4" in message
+    declared = re.search(r"#define PERSEUS_ENGINE_ABI_VERSION (\d+)", ENGINE_HEADER.read_text()).group(1)
+    assert real_version == declared  # the library, its header and the Python handle speak one version
+    assert "has C ABI version 2, this module speaks {}".format(declared) in message
 
 
 def test_nccl_of_the_pip_wheel_is_loaded_and_its_version_read(device_library, nccl_site):

@@ -1,5 +1,6 @@
 // The C ABI (perseus/engine.h) over the C++ engine: argument checks, exceptions -> status + message.
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "device_api.h"
@@ -103,11 +104,47 @@ const char* perseus_engine_status_string(perseus_engine_status status) {
   return "unknown status";
 }
 
-perseus_engine_status perseus_engine_options_init(perseus_engine_options* options) {
+perseus_engine_status perseus_engine_options_new(perseus_engine_options** options) {
+  return guarded([&] {
+    need(options, "options (output)");
+    auto fresh = std::make_unique<perseus_engine_options>();
+    perseus::engine::default_options(fresh.get());
+    *options = fresh.release();
+  });
+}
+
+void perseus_engine_options_free(perseus_engine_options* options) { delete options; }
+
+perseus_engine_status perseus_engine_options_set(perseus_engine_options* options, const char* name, const char* value) {
   return guarded([&] {
     need(options, "options");
-    perseus::engine::default_options(options);
+    need(name, "name");
+    need(value, "value");
+    perseus::engine::set_option(options, name, value);
   });
+}
+
+perseus_engine_status perseus_engine_options_get(const perseus_engine_options* options, const char* name, char* out,
+                                                 size_t capacity) {
+  return guarded([&] {
+    need(options, "options");
+    need(name, "name");
+    need(out, "out");
+    std::string text = perseus::engine::option_text(*options, name);
+    if (text.size() >= capacity) {
+      throw perseus::engine::invalid_argument(std::string("option ") + name + " needs " + std::to_string(text.size() + 1) +
+                                              " bytes; the buffer has " + std::to_string(capacity));
+    }
+    std::memcpy(out, text.c_str(), text.size() + 1);
+  });
+}
+
+const char* perseus_engine_option_name(int index, int* kind, const char** variable) {
+  const auto& all = perseus::engine::option_names();
+  if (index < 0 || size_t(index) >= all.size()) return nullptr;
+  if (kind != nullptr) *kind = int(all[size_t(index)].kind);
+  if (variable != nullptr) *variable = all[size_t(index)].variable;
+  return all[size_t(index)].field;
 }
 
 perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options) {

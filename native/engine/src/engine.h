@@ -18,6 +18,7 @@
 #include "group.h"
 #include "negotiation.h"
 #include "offline.h"
+#include "options.h"
 #include "pipeline.h"
 #include "plan.h"
 #include "stream_tuner.h"

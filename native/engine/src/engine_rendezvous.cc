@@ -148,7 +148,7 @@ void Engine::rendezvous() {
                                                            store, device_, timeout);
         }
       }
-      if (options_.shared_memory) {  // the groups inside one node; each falls back to TCP on its own
+      if (!options_.shm_disable) {  // the groups inside one node; each falls back to TCP on its own
         for (Group* g : stream->groups.inside_node(num_nodes_ == 1)) {
           if (g != nullptr) g->share_memory();
         }

@@ -3,12 +3,12 @@
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 
 #include "errors.h"
-#include "perseus/variables.h"
 
 namespace perseus::engine {
 namespace {
@@ -16,6 +16,132 @@ namespace {
 const char* env(const char* name) {
   const char* v = std::getenv(name);
   return (v != nullptr && *v != '\0') ? v : nullptr;
+}
+
+// ---- the table: who-this-process-is fields by hand, every declared option from perseus/variables.h ---------------
+
+using Options = perseus_engine_options;
+
+struct IdentityInt {
+  const char* field;
+  int Options::*member;
+};
+struct IdentityText {
+  const char* field;
+  char (Options::*member)[256];
+};
+struct DeclaredInt {
+  const char* field;
+  const char* variable;
+  int Options::*member;
+  int unset;
+  long minimum, maximum;
+  const char* accepts;
+};
+struct DeclaredReal {
+  const char* field;
+  const char* variable;
+  double Options::*member;
+  double unset, minimum;
+  bool minimum_inclusive;
+  double maximum;
+  const char* accepts;
+};
+struct DeclaredText {
+  const char* field;
+  const char* variable;
+  char (Options::*member)[PERSEUS_ENGINE_TEXT_CAPACITY];
+  const char* accepts;
+};
+
+const std::vector<IdentityInt>& identity_ints() {
+  static const std::vector<IdentityInt> rows = {
+      {"rank", &Options::rank},           {"size", &Options::size},
+      {"local_rank", &Options::local_rank}, {"local_size", &Options::local_size},
+      {"node_rank", &Options::node_rank}, {"master_port", &Options::master_port},
+      {"serve_store", &Options::serve_store}, {"stream_tuning", &Options::stream_tuning}};
+  return rows;
+}
+
+const std::vector<IdentityText>& identity_texts() {
+  static const std::vector<IdentityText> rows = {{"master_addr", &Options::master_addr},
+                                                 {"hostname", &Options::hostname}};
+  return rows;
+}
+
+#define PERSEUS_INT_ROW(field, variable, unset, minimum, maximum, accepts) \
+  {#field, variable, &Options::field, unset, minimum, maximum, accepts},
+#define PERSEUS_REAL_ROW(field, variable, unset, minimum, inclusive, maximum, accepts) \
+  {#field, variable, &Options::field, unset, minimum, inclusive != 0, maximum, accepts},
+#define PERSEUS_TEXT_ROW(field, variable, accepts) {#field, variable, &Options::field, accepts},
+
+const std::vector<DeclaredInt>& declared_ints() {
+  static const std::vector<DeclaredInt> rows = {PERSEUS_ENGINE_INT_OPTIONS(PERSEUS_INT_ROW)};
+  return rows;
+}
+const std::vector<DeclaredReal>& declared_reals() {
+  static const std::vector<DeclaredReal> rows = {PERSEUS_ENGINE_REAL_OPTIONS(PERSEUS_REAL_ROW)};
+  return rows;
+}
+const std::vector<DeclaredText>& declared_texts() {
+  static const std::vector<DeclaredText> rows = {PERSEUS_ENGINE_TEXT_OPTIONS(PERSEUS_TEXT_ROW)};
+  return rows;
+}
+
+#undef PERSEUS_INT_ROW
+#undef PERSEUS_REAL_ROW
+#undef PERSEUS_TEXT_ROW
+
+// ---- parsing: one rule per kind, the error in the declaration's words ----------------------------------------------
+
+long parse_int(const std::string& name, const char* text, long lo, long hi, const char* accepts) {
+  char* end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
+    throw invalid_argument(name + "='" + text + "' is not valid: it accepts " + accepts);
+  }
+  return v;
+}
+
+double parse_real(const std::string& name, const char* text, const DeclaredReal& row) {
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(text, &end);
+  bool too_low = row.minimum_inclusive ? v < row.minimum : v <= row.minimum;
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v) || too_low || v > row.maximum) {
+    throw invalid_argument(name + "='" + text + "' is not valid: it accepts " + row.accepts);
+  }
+  return v;
+}
+
+void copy_text(char* dst, size_t cap, const char* src, const std::string& name) {
+  if (std::strlen(src) >= cap) {
+    throw invalid_argument(name + " is longer than " + std::to_string(cap - 1) + " characters");
+  }
+  std::strncpy(dst, src, cap);
+}
+
+// What setting an option implies beyond its field: a stream count someone chose is used as it is.
+void after_set(Options* o, const char* field) {
+  if (std::strcmp(field, "streams") == 0) o->stream_tuning = 0;
+}
+
+template <typename Row>
+bool names(const Row& row, const std::string& name) {
+  return name == row.field || name == row.variable;
+}
+
+// The name an error shows: the variable, as a user sets it, when the caller used the field's name.
+template <typename Row>
+std::string shown(const Row& row, const std::string& name) {
+  return name == row.variable ? name : name + " (" + row.variable + ")";
+}
+
+std::string known_names() {
+  std::string out;
+  for (const auto& n : option_names()) out += (out.empty() ? "" : ", ") + std::string(n.field);
+  return out;
 }
 
 }  // namespace
@@ -36,38 +162,20 @@ Setting setting(const char* name) {
   return {name, nullptr};
 }
 
-namespace {
-
-long parse_int(const char* name, const char* text, long lo, long hi, const char* accepts) {
-  char* end = nullptr;
-  errno = 0;
-  long v = std::strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < lo || v > hi) {
-    throw invalid_argument(std::string(name) + "='" + text + "' is not valid: it accepts " + accepts);
-  }
-  return v;
+const std::vector<OptionName>& option_names() {
+  static const std::vector<OptionName> all = [] {
+    std::vector<OptionName> out;
+    for (const auto& r : identity_ints()) out.push_back({r.field, OptionKind::kInt, nullptr});
+    for (const auto& r : identity_texts()) out.push_back({r.field, OptionKind::kText, nullptr});
+    for (const auto& r : declared_ints()) out.push_back({r.field, OptionKind::kInt, r.variable});
+    for (const auto& r : declared_reals()) out.push_back({r.field, OptionKind::kReal, r.variable});
+    for (const auto& r : declared_texts()) out.push_back({r.field, OptionKind::kText, r.variable});
+    return out;
+  }();
+  return all;
 }
 
-double parse_double(const char* name, const char* text, const char* accepts) {
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(text, &end);
-  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(v) || v <= 0) {
-    throw invalid_argument(std::string(name) + "='" + text + "' is not valid: it accepts " + accepts);
-  }
-  return v;
-}
-
-void copy_text(char* dst, size_t cap, const char* src, const char* name) {
-  if (std::strlen(src) >= cap) {
-    throw invalid_argument(std::string(name) + " is longer than " + std::to_string(cap - 1) + " characters");
-  }
-  std::strncpy(dst, src, cap);
-}
-
-}  // namespace
-
-void default_options(perseus_engine_options* o) {
+void default_options(Options* o) {
   std::memset(o, 0, sizeof(*o));
   o->rank = 0;
   o->size = 1;
@@ -77,58 +185,37 @@ void default_options(perseus_engine_options* o) {
   std::strcpy(o->master_addr, "127.0.0.1");
   o->master_port = 0;
   o->serve_store = -1;  // automatic: rank 0 serves
-  o->wire_dtype = PERSEUS_DEFAULT_ALLREDUCE_DTYPE;
-  o->mode = -1;  // automatic (PERSEUS_ALLREDUCE_MODE has no default)
-  o->gradient_scale = float(PERSEUS_DEFAULT_ALLREDUCE_GRADIENT_SCALE);
-  o->streams = PERSEUS_DEFAULT_ALLREDUCE_STREAMS;  // an upper limit: the tuner measures 1 against it
-  o->stream_tuning = 1;
-  o->fusion = -1;  // automatic
-  o->nancheck = PERSEUS_DEFAULT_ALLREDUCE_NANCHECK;
-  o->timeout_seconds = PERSEUS_DEFAULT_GLOO_TIMEOUT_SECONDS;
-  o->cycle_ms = PERSEUS_DEFAULT_CYCLE_TIME_MS;
-  o->offline_neg = PERSEUS_DEFAULT_OFFLINE_NEG;
-  o->shared_memory = PERSEUS_DEFAULT_SHM_DISABLE ? 0 : 1;
+  o->stream_tuning = 1;  // `streams` is an upper limit: the tuner measures 1 against it
+  for (const auto& r : declared_ints()) o->*r.member = r.unset;
+  for (const auto& r : declared_reals()) o->*r.member = r.unset;
+  for (const auto& r : declared_texts()) (o->*r.member)[0] = '\0';  // the engine chooses
 }
 
-void options_from_env(perseus_engine_options* o) {
+void options_from_env(Options* o) {
   // Names, ranges, defaults and the text an error shows come from the one declaration of the variables
   // (perseus/variables.h, generated from perseus.config), so the engine accepts exactly what the Python runtime
   // accepts and says so in the same words.
-#define PERSEUS_DECLARED_INT(SUFFIX, s) \
-  parse_int((s).name, (s).value, PERSEUS_MIN_##SUFFIX, PERSEUS_MAX_##SUFFIX, PERSEUS_ACCEPTS_##SUFFIX)
-  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_DTYPE); s.value != nullptr) {
-    o->wire_dtype = int(PERSEUS_DECLARED_INT(ALLREDUCE_DTYPE, s));
+  for (const auto& r : declared_ints()) {
+    if (Setting s = setting(r.variable); s.value != nullptr) {
+      o->*r.member = int(parse_int(s.name, s.value, r.minimum, r.maximum, r.accepts));
+      after_set(o, r.field);
+    }
   }
-  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_MODE); s.value != nullptr) {
-    o->mode = int(PERSEUS_DECLARED_INT(ALLREDUCE_MODE, s));
+  for (const auto& r : declared_reals()) {
+    if (Setting s = setting(r.variable); s.value != nullptr) {
+      o->*r.member = parse_real(s.name, s.value, r);
+      after_set(o, r.field);
+    }
   }
-  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE); s.value != nullptr) {
-    o->gradient_scale = float(parse_double(s.name, s.value, PERSEUS_ACCEPTS_ALLREDUCE_GRADIENT_SCALE));
+  for (const auto& r : declared_texts()) {
+    if (Setting s = setting(r.variable); s.value != nullptr) {
+      copy_text(o->*r.member, PERSEUS_ENGINE_TEXT_CAPACITY, s.value, s.name);
+      after_set(o, r.field);
+    }
   }
-  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_STREAMS); s.value != nullptr) {
-    o->streams = int(PERSEUS_DECLARED_INT(ALLREDUCE_STREAMS, s));
-    o->stream_tuning = 0;  // the user's count is used as it is
+  if (o->iface[0] == '\0') {  // Gloo's own variable, when perseus's is unset
+    if (const char* v = env("GLOO_SOCKET_IFNAME")) copy_text(o->iface, sizeof(o->iface), v, "GLOO_SOCKET_IFNAME");
   }
-  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_FUSION); s.value != nullptr) {
-    o->fusion = int(PERSEUS_DECLARED_INT(ALLREDUCE_FUSION, s));
-  }
-  if (Setting s = setting(PERSEUS_ENV_ALLREDUCE_NANCHECK); s.value != nullptr) {
-    o->nancheck = int(PERSEUS_DECLARED_INT(ALLREDUCE_NANCHECK, s));
-  }
-  if (Setting s = setting(PERSEUS_ENV_GLOO_TIMEOUT_SECONDS); s.value != nullptr) {  // declared without a maximum
-    o->timeout_seconds = int(parse_int(s.name, s.value, PERSEUS_MIN_GLOO_TIMEOUT_SECONDS, INT_MAX,
-                                       PERSEUS_ACCEPTS_GLOO_TIMEOUT_SECONDS));
-  }
-  if (Setting s = setting(PERSEUS_ENV_CYCLE_TIME_MS); s.value != nullptr) {
-    o->cycle_ms = parse_double(s.name, s.value, PERSEUS_ACCEPTS_CYCLE_TIME_MS);
-  }
-  if (Setting s = setting(PERSEUS_ENV_OFFLINE_NEG); s.value != nullptr) {
-    o->offline_neg = int(PERSEUS_DECLARED_INT(OFFLINE_NEG, s));
-  }
-  if (Setting s = setting(PERSEUS_ENV_SHM_DISABLE); s.value != nullptr) {
-    o->shared_memory = PERSEUS_DECLARED_INT(SHM_DISABLE, s) ? 0 : 1;
-  }
-#undef PERSEUS_DECLARED_INT
   if (const char* v = env("PERSEUS_STORE_ADDR")) {  // perseusrun serves the store: join it, serve none
     const char* colon = std::strrchr(v, ':');
     if (colon == nullptr || colon == v) {
@@ -140,12 +227,66 @@ void options_from_env(perseus_engine_options* o) {
     copy_text(o->master_addr, sizeof(o->master_addr), host.c_str(), "PERSEUS_STORE_ADDR's host");
     o->serve_store = 0;
   }
-  const char* iface = setting(PERSEUS_ENV_GLOO_NETWORK_INTERFACE).value;
-  if (iface == nullptr) iface = env("GLOO_SOCKET_IFNAME");
-  if (iface != nullptr) copy_text(o->iface, sizeof(o->iface), iface, PERSEUS_ENV_GLOO_NETWORK_INTERFACE);
 }
 
-void validate_options(const perseus_engine_options& o) {
+void set_option(Options* o, const std::string& name, const std::string& value) {
+  const char* text = value.c_str();
+  for (const auto& r : identity_ints()) {
+    if (name == r.field) {
+      o->*r.member = int(parse_int(name, text, INT_MIN, INT_MAX, "an integer"));  // validate_options checks ranges
+      after_set(o, r.field);
+      return;
+    }
+  }
+  for (const auto& r : identity_texts()) {
+    if (name == r.field) return copy_text(o->*r.member, sizeof(o->*r.member), text, name);
+  }
+  // An empty value means unset, as in the environment: the declared default, or the engine's automatic choice.
+  for (const auto& r : declared_ints()) {
+    if (names(r, name)) {
+      o->*r.member = value.empty() ? r.unset : int(parse_int(shown(r, name), text, r.minimum, r.maximum, r.accepts));
+      return after_set(o, r.field);
+    }
+  }
+  for (const auto& r : declared_reals()) {
+    if (names(r, name)) {
+      o->*r.member = value.empty() ? r.unset : parse_real(shown(r, name), text, r);
+      return after_set(o, r.field);
+    }
+  }
+  for (const auto& r : declared_texts()) {
+    if (names(r, name)) {
+      copy_text(o->*r.member, PERSEUS_ENGINE_TEXT_CAPACITY, text, shown(r, name));
+      return after_set(o, r.field);
+    }
+  }
+  throw invalid_argument("unknown engine option '" + name + "': the options are " + known_names());
+}
+
+std::string option_text(const Options& o, const std::string& name) {
+  for (const auto& r : identity_ints()) {
+    if (name == r.field) return std::to_string(o.*r.member);
+  }
+  for (const auto& r : identity_texts()) {
+    if (name == r.field) return o.*r.member;
+  }
+  for (const auto& r : declared_ints()) {
+    if (names(r, name)) return std::to_string(o.*r.member);
+  }
+  for (const auto& r : declared_reals()) {
+    if (names(r, name)) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.17g", o.*r.member);
+      return buf;
+    }
+  }
+  for (const auto& r : declared_texts()) {
+    if (names(r, name)) return o.*r.member;
+  }
+  throw invalid_argument("unknown engine option '" + name + "': the options are " + known_names());
+}
+
+void validate_options(const Options& o) {
   auto bad = [](const std::string& m) { throw invalid_argument("perseus engine options: " + m); };
   if (o.size < 1) bad("size " + std::to_string(o.size) + " must be >= 1");
   if (o.rank < 0 || o.rank >= o.size) bad("rank " + std::to_string(o.rank) + " is outside 0.." + std::to_string(o.size - 1));
@@ -157,23 +298,27 @@ void validate_options(const perseus_engine_options& o) {
     bad("master_port " + std::to_string(o.master_port) + " is not a TCP port: set PERSEUS_MASTER_PORT (1..65535)");
   }
   if (std::strlen(o.master_addr) == 0 && o.size > 1) bad("master_addr is empty: set MASTER_ADDR");
-  if (o.wire_dtype < 0 || o.wire_dtype > 2) bad("wire_dtype must be 0, 1 or 2 (PERSEUS_ALLREDUCE_DTYPE)");
-  if (o.mode < -1 || o.mode > 1) bad("mode must be -1 (automatic), 0 or 1 (PERSEUS_ALLREDUCE_MODE)");
+  if (o.stream_tuning < 0 || o.stream_tuning > 1) bad("stream_tuning must be 0 or 1");
+  if (o.serve_store < -1 || o.serve_store > 1) bad("serve_store must be -1 (rank 0 serves), 0 or 1");
+  // A declared option holds what its variable accepts, or its automatic value (unset, no declared default).
+  for (const auto& r : declared_ints()) {
+    int v = o.*r.member;
+    bool automatic = r.unset < r.minimum && v == r.unset;
+    if (!automatic && (v < r.minimum || v > r.maximum)) {
+      bad(std::string(r.field) + " " + std::to_string(v) + " is not valid (" + r.variable + " accepts " + r.accepts + ")");
+    }
+  }
+  for (const auto& r : declared_reals()) {
+    double v = o.*r.member;
+    bool too_low = r.minimum_inclusive ? v < r.minimum : v <= r.minimum;
+    if (!std::isfinite(v) || too_low || v > r.maximum) {
+      bad(std::string(r.field) + " " + std::to_string(v) + " is not valid (" + r.variable + " accepts " + r.accepts + ")");
+    }
+  }
   if (o.mode == 0 && o.wire_dtype == 2) {
     bad("PERSEUS_ALLREDUCE_MODE=0 (one level) cannot be combined with PERSEUS_ALLREDUCE_DTYPE=2, which needs two "
         "levels: unset PERSEUS_ALLREDUCE_MODE or set it to 1, or choose PERSEUS_ALLREDUCE_DTYPE 0 or 1");
   }
-  if (!(o.gradient_scale > 0) || !std::isfinite(o.gradient_scale)) bad("gradient_scale must be finite and > 0");
-  if (o.streams < PERSEUS_MIN_ALLREDUCE_STREAMS || o.streams > PERSEUS_MAX_ALLREDUCE_STREAMS) {
-    bad("streams must be 1-12 (PERSEUS_ALLREDUCE_STREAMS)");
-  }
-  if (o.fusion < -1 || o.fusion > 128) bad("fusion must be -1 (automatic), 0 or 1..128 (PERSEUS_ALLREDUCE_FUSION)");
-  if (o.timeout_seconds < 1) bad("timeout_seconds must be >= 1 (GLOO_TIMEOUT_SECONDS)");
-  if (!(o.cycle_ms > 0)) bad("cycle_ms must be > 0 (PERSEUS_CYCLE_TIME_MS)");
-  if (o.stream_tuning < 0 || o.stream_tuning > 1) bad("stream_tuning must be 0 or 1");
-  if (o.offline_neg < 0 || o.offline_neg > 1) bad("offline_neg must be 0 or 1 (PERSEUS_OFFLINE_NEG)");
-  if (o.shared_memory < 0 || o.shared_memory > 1) bad("shared_memory must be 0 or 1 (PERSEUS_SHM_DISABLE)");
-  if (o.serve_store < -1 || o.serve_store > 1) bad("serve_store must be -1 (rank 0 serves), 0 or 1");
 }
 
 }  // namespace perseus::engine

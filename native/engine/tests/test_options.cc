@@ -152,3 +152,67 @@ TEST(Options, TheStorePerseusrunServesIsJoined) {
   EnvGuard b("PERSEUS_STORE_ADDR", "10.0.0.5");
   EXPECT_NE(error_of(options_from_env, &o).find("PERSEUS_STORE_ADDR='10.0.0.5' is not HOST:PORT"), std::string::npos);
 }
+
+// Options by name (the C ABI's perseus_engine_options_set/_get): a field or its variable's name, the variable's rule.
+TEST(Options, SetAndReadByName) {
+  perseus_engine_options o;
+  default_options(&o);
+  set_option(&o, "wire_dtype", "2");
+  EXPECT_EQ(o.wire_dtype, 2);
+  set_option(&o, "PERSEUS_ALLREDUCE_GRADIENT_SCALE", "0.5");
+  EXPECT_EQ(option_text(o, "gradient_scale"), "0.5");
+  set_option(&o, "rank", "3");
+  set_option(&o, "master_addr", "10.1.2.3");
+  EXPECT_EQ(option_text(o, "rank"), "3");
+  EXPECT_EQ(option_text(o, "master_addr"), "10.1.2.3");
+  EXPECT_EQ(o.stream_tuning, 1);
+  set_option(&o, "streams", "2");  // a count the caller chose is used as it is
+  EXPECT_EQ(o.stream_tuning, 0);
+  try {
+    set_option(&o, "wire_dtype", "7");
+    FAIL() << "wire_dtype 7 accepted";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find(std::string("wire_dtype (PERSEUS_ALLREDUCE_DTYPE)='7' is not valid: it accepts ") +
+                                         PERSEUS_ACCEPTS_ALLREDUCE_DTYPE),
+              std::string::npos) << e.what();
+  }
+  try {
+    set_option(&o, "wire_dtpye", "1");
+    FAIL() << "an unknown option accepted";
+  } catch (const EngineError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown engine option 'wire_dtpye': the options are rank, size"),
+              std::string::npos) << e.what();
+  }
+}
+
+// Every option the declaration gives the engine is listed with its variable, and reads back its default.
+TEST(Options, EveryDeclaredOptionIsListedWithItsVariable) {
+  perseus_engine_options o;
+  default_options(&o);
+  int declared = 0;
+  for (const auto& n : option_names()) {
+    EXPECT_NO_THROW(option_text(o, n.field)) << n.field;
+    if (n.variable != nullptr) {
+      ++declared;
+      EXPECT_EQ(option_text(o, n.field), option_text(o, n.variable)) << n.field;
+    }
+  }
+#define PERSEUS_COUNT(...) +1
+  EXPECT_EQ(declared, 0 PERSEUS_ENGINE_INT_OPTIONS(PERSEUS_COUNT) PERSEUS_ENGINE_REAL_OPTIONS(PERSEUS_COUNT)
+                          PERSEUS_ENGINE_TEXT_OPTIONS(PERSEUS_COUNT));
+#undef PERSEUS_COUNT
+  EXPECT_EQ(option_text(o, "PERSEUS_ALLREDUCE_STREAMS"), std::to_string(PERSEUS_DEFAULT_ALLREDUCE_STREAMS));
+  EXPECT_EQ(option_text(o, "mode"), "-1");  // declared without a default: the engine's automatic choice
+}
+
+// An empty value unsets an option, as an empty variable does: its declared default or the automatic choice.
+TEST(Options, AnEmptyValueUnsets) {
+  perseus_engine_options o;
+  default_options(&o);
+  set_option(&o, "fusion", "8");
+  set_option(&o, "fusion", "");
+  EXPECT_EQ(o.fusion, -1);
+  set_option(&o, "gradient_scale", "2");
+  set_option(&o, "PERSEUS_ALLREDUCE_GRADIENT_SCALE", "");
+  EXPECT_EQ(o.gradient_scale, PERSEUS_DEFAULT_ALLREDUCE_GRADIENT_SCALE);
+}

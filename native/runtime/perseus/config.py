@@ -11,14 +11,13 @@ silently ignored.
 """
 
 import enum
-import math
 import os
-import socket
 import warnings
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Set, Tuple
 
 from ._frameworks import FRAMEWORKS  # relative: the build tool loads this folder without installing it
+from ._parsers import Parser, choice, existing_file, float_range, int_range, interface, network_interfaces, path_prefix
 
 
 class ConfigError(ValueError):
@@ -42,90 +41,6 @@ class AllreduceMode(enum.IntEnum):
 
 class NotHonouredWarning(UserWarning):
     """A PERSEUS_* variable was set but this build or this job cannot honour it (the message says why)."""
-
-
-Parser = Callable[[str], Any]
-
-
-def _choice(choices: Dict[str, Any], allowed: str) -> Parser:
-    def parse(raw: str) -> Any:
-        if raw.strip() not in choices:
-            raise ValueError(allowed)
-        return choices[raw.strip()]
-
-    parse.accepts = allowed  # type: ignore[attr-defined]  # the C header's PERSEUS_ACCEPTS_
-    numbers = sorted(int(k) for k in choices if k.isdigit())
-    if numbers and len(numbers) == len(choices) and numbers == list(range(numbers[0], numbers[-1] + 1)):
-        parse.minimum, parse.maximum = numbers[0], numbers[-1]  # type: ignore[attr-defined]
-    return parse
-
-
-def _int_range(low: int, high: Optional[int]) -> Parser:
-    def parse(raw: str) -> int:
-        try:
-            value = int(raw.strip(), 10)
-        except ValueError:
-            raise ValueError(_range_text(low, high)) from None
-        if value < low or (high is not None and value > high):
-            raise ValueError(_range_text(low, high))
-        return value
-
-    parse.minimum, parse.maximum = low, high  # type: ignore[attr-defined]  # the C header's PERSEUS_MIN_/MAX_
-    parse.accepts = _range_text(low, high)  # type: ignore[attr-defined]
-    return parse
-
-
-def _range_text(low: float, high: Optional[float]) -> str:
-    if high is None:
-        return "an integer >= {}".format(low)
-    return "an integer from {} to {}".format(low, high)
-
-
-def _float_range(low: float, high: Optional[float], low_inclusive: bool) -> Parser:
-    text = "a number {} {}{}".format(">=" if low_inclusive else ">", low, "" if high is None else " and <= {}".format(high))
-
-    def parse(raw: str) -> float:
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            raise ValueError(text) from None
-        too_low = value < low if low_inclusive else value <= low
-        if math.isnan(value) or math.isinf(value) or too_low or (high is not None and value > high):
-            raise ValueError(text)
-        return value
-
-    parse.accepts = text  # type: ignore[attr-defined]
-    return parse
-
-
-def _existing_file(raw: str) -> str:
-    path = os.path.expanduser(raw.strip())
-    if not os.path.isfile(path):
-        raise ValueError("the path of an existing file ({} is not one)".format(path))
-    return path
-
-
-def _path_prefix(raw: str) -> str:
-    prefix = os.path.expanduser(raw.strip())
-    folder = os.path.dirname(prefix) or "."
-    if not prefix or not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise ValueError("a path prefix in a writable folder ({} is not)".format(folder))
-    return prefix
-
-
-def _interface(raw: str) -> str:
-    name = raw.strip()
-    present = network_interfaces()
-    if name not in present:
-        raise ValueError("a network interface of this machine: {}".format(", ".join(sorted(present)) or "(none found)"))
-    return name
-
-
-def network_interfaces() -> List[str]:
-    try:
-        return [entry[1] for entry in socket.if_nameindex()]
-    except OSError:
-        return []
 
 
 _BOOL = {"0": False, "1": True}
@@ -154,114 +69,123 @@ class VariableSpec:
     since: str  # the release that introduced it
     honoured_by: Tuple[str, ...]  # frameworks whose runtime honours it today
     aliases: Tuple[str, ...] = ()  # other spellings accepted (with a note), e.g. the manual's typo
+    engine: str = ""  # the native engine option it sets (the generated PERSEUS_ENGINE_*_OPTIONS table); "" none
 
 
 def variable(name: str, default: Any, parse: Parser, allowed: str, effect: str, since: str = "1.5.0",
-             honoured_by: Tuple[str, ...] = ("torch",), aliases: Tuple[str, ...] = ()) -> Any:
-    """A PerseusConfig field that is also the declaration of its environment variable."""
+             honoured_by: Tuple[str, ...] = ("torch",), aliases: Tuple[str, ...] = (), engine: str = "") -> Any:
+    """A PerseusConfig field that is also the declaration of its environment variable; `engine` names the native
+    engine option it sets (its C field, parsed from the environment and settable by name: generated)."""
     spec = dict(name=name, default=default, parse=parse, allowed=allowed, effect=effect, since=since,
-                honoured_by=honoured_by, aliases=aliases)
+                honoured_by=honoured_by, aliases=aliases, engine=engine)
     return field(default=default, metadata={"variable": spec})
 
 
 @dataclass(frozen=True)
 class PerseusConfig:
     nancheck: bool = variable(
-        "PERSEUS_ALLREDUCE_NANCHECK", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "PERSEUS_ALLREDUCE_NANCHECK", False, choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: a non-finite reduced gradient raises an error naming the parameters",
-        honoured_by=ENGINE_READERS, aliases=("PERSEUS_ALLREDUCE_NANHECK",))  # the manual's spelling
+        honoured_by=ENGINE_READERS, aliases=("PERSEUS_ALLREDUCE_NANHECK",), engine="nancheck")  # the manual's spelling
     dtype: WireDtype = variable(
         "PERSEUS_ALLREDUCE_DTYPE", WireDtype.FP16,
-        _choice({"0": WireDtype.FP16, "1": WireDtype.NONE, "2": WireDtype.MIXED},
-                "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"),
-        "0, 1 or 2", "wire dtype of fp32 gradients", honoured_by=ENGINE_READERS)
+        choice({"0": WireDtype.FP16, "1": WireDtype.NONE, "2": WireDtype.MIXED},
+               "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)"),
+        "0, 1 or 2", "wire dtype of fp32 gradients",
+        honoured_by=ENGINE_READERS, engine="wire_dtype")
     mode: Optional[AllreduceMode] = variable(  # None: automatic (two levels when the wire dtype needs them)
         "PERSEUS_ALLREDUCE_MODE", None,
-        _choice({"0": AllreduceMode.FLAT, "1": AllreduceMode.HIERARCHICAL},
-                "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)"),
-        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes", honoured_by=ENGINE_READERS)
+        choice({"0": AllreduceMode.FLAT, "1": AllreduceMode.HIERARCHICAL},
+               "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)"),
+        "0 or 1 (empty: automatic)", "one-level or two-level allreduce across nodes",
+        honoured_by=ENGINE_READERS, engine="mode")
     streams: int = variable(
-        "PERSEUS_ALLREDUCE_STREAMS", 4, _int_range(1, 12), "1-12",
+        "PERSEUS_ALLREDUCE_STREAMS", 4, int_range(1, 12), "1-12",
         "number of communicators that carry fused buffers concurrently; unset, 4 is an upper limit and the first "
         "large steps measure 1 against 4 and keep the fewest unless more are 3% faster (all ranks agree)",
-        honoured_by=ENGINE_READERS)
+        honoured_by=ENGINE_READERS, engine="streams")
     fusion: Optional[int] = variable(  # None: automatic granularity
-        "PERSEUS_ALLREDUCE_FUSION", None, _int_range(0, 128), "0-128 (empty: automatic)",
-        "gradient fusion granularity handed to the fusion planner", honoured_by=ENGINE_READERS)
+        "PERSEUS_ALLREDUCE_FUSION", None, int_range(0, 128), "0-128 (empty: automatic)",
+        "gradient fusion granularity handed to the fusion planner",
+        honoured_by=ENGINE_READERS, engine="fusion")
     accumulate_n_steps: int = variable(
-        "PERSEUS_ACCUMULATE_N_STEPS", 1, _int_range(1, None), ">= 1",
+        "PERSEUS_ACCUMULATE_N_STEPS", 1, int_range(1, None), ">= 1",
         "communicate every n-th backward pass, accumulate locally otherwise")
     downsample_n_elements: int = variable(
-        "PERSEUS_DOWNSAMPLE_N_ELEMENTS", 1, _int_range(1, None), ">= 1",
+        "PERSEUS_DOWNSAMPLE_N_ELEMENTS", 1, int_range(1, None), ">= 1",
         "send one element in n per step (gossip downsampling)")
     gradient_momentum: float = variable(
-        "PERSEUS_GRADIENT_MOMENTUM", 1.0, _float_range(0.0, 1.0, True), "0.0-1.0",
+        "PERSEUS_GRADIENT_MOMENTUM", 1.0, float_range(0.0, 1.0, True), "0.0-1.0",
         "decay of the not-yet-sent gradient residual under downsampling")
     nccl_enable: bool = variable(
-        "PERSEUS_NCCL_ENABLE", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "PERSEUS_NCCL_ENABLE", False, choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "hybrid RDMA+VPC NCCL links (special build)", honoured_by=())
     gradient_scale: float = variable(
-        "PERSEUS_ALLREDUCE_GRADIENT_SCALE", 10.0, _float_range(0.0, None, False), "> 0",
-        "factor applied before fp16 compression and removed after", honoured_by=ENGINE_READERS)
+        "PERSEUS_ALLREDUCE_GRADIENT_SCALE", 10.0, float_range(0.0, None, False), "> 0",
+        "factor applied before fp16 compression and removed after",
+        honoured_by=ENGINE_READERS, engine="gradient_scale")
     offline_neg: bool = variable(
-        "PERSEUS_OFFLINE_NEG", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "PERSEUS_OFFLINE_NEG", False, choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed "
         "plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs",
-        honoured_by=ENGINE_READERS)
+        honoured_by=ENGINE_READERS, engine="offline_neg")
     shm_disable: bool = variable(
-        "PERSEUS_SHM_DISABLE", False, _choice(_BOOL, "0 (shared memory) or 1 (loopback TCP)"), "0 or 1",
+        "PERSEUS_SHM_DISABLE", False, choice(_BOOL, "0 (shared memory) or 1 (loopback TCP)"), "0 or 1",
         "1: a node's ranks exchange over loopback TCP, not shared memory (2 MiB of /dev/shm per rank and group; "
-        "the engine falls back by itself without it)", since="2.0.0", honoured_by=ENGINE_READERS)
+        "the engine falls back by itself without it)", since="2.0.0", honoured_by=ENGINE_READERS,
+        engine="shm_disable")
     perf_check_n_steps: int = variable(
-        "PERSEUS_PERF_CHECK_N_STEPS", 0, _int_range(0, None), ">= 0",
+        "PERSEUS_PERF_CHECK_N_STEPS", 0, int_range(0, None), ">= 0",
         "every n steps, compare step times across ranks and report slow ones (0: off)")
     master_port: int = variable(
-        "PERSEUS_MASTER_PORT", 6666, _int_range(1, 65535), "1-65535",
+        "PERSEUS_MASTER_PORT", 6666, int_range(1, 65535), "1-65535",
         "port of the perseus rendezvous on MASTER_ADDR (must differ from MASTER_PORT)", honoured_by=ENGINE_READERS)
     nccl_network_interface: str = variable(
-        "PERSEUS_NCCL_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
+        "PERSEUS_NCCL_NETWORK_INTERFACE", "eth0", interface, "an interface of this machine",
         "network interface of NCCL communicators (NCCL_SOCKET_IFNAME unless set; eth0 where it exists)", honoured_by=("torch",))
     gloo_network_interface: str = variable(
-        "PERSEUS_GLOO_NETWORK_INTERFACE", "eth0", _interface, "an interface of this machine",
-        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)", honoured_by=ENGINE_READERS)
+        "PERSEUS_GLOO_NETWORK_INTERFACE", "eth0", interface, "an interface of this machine",
+        "network interface of Gloo communicators (GLOO_SOCKET_IFNAME)",
+        honoured_by=ENGINE_READERS, engine="iface")
     gloo_timeout_seconds: int = variable(
-        "GLOO_TIMEOUT_SECONDS", 60, _int_range(1, None), ">= 1",
-        "timeout of the process groups and rendezvous perseus creates", honoured_by=ENGINE_READERS)
+        "GLOO_TIMEOUT_SECONDS", 60, int_range(1, None), ">= 1",
+        "timeout of the process groups and rendezvous perseus creates",
+        honoured_by=ENGINE_READERS, engine="timeout_seconds")
     change_hvd_allgather: bool = variable(
-        "PERSEUS_CHANGE_HVD_ALLGATHER", False, _choice(_BOOL, "0 (stack) or 1 (concatenate)"), "0 or 1",
+        "PERSEUS_CHANGE_HVD_ALLGATHER", False, choice(_BOOL, "0 (stack) or 1 (concatenate)"), "0 or 1",
         "hvd.allgather: 0 stacks the ranks' tensors, 1 concatenates them (Horovod)")
     use_ddp_launcher: bool = variable(
-        "PERSEUS_USE_DDP_LAUNCHER", True, _choice(_BOOL, "0 (mpirun/perseusrun) or 1 (torch launcher)"), "0 or 1",
+        "PERSEUS_USE_DDP_LAUNCHER", True, choice(_BOOL, "0 (mpirun/perseusrun) or 1 (torch launcher)"), "0 or 1",
         "1: hvd.init() joins the torch launcher's rendezvous; 0: perseus's own (mpirun)")
     cpu_dispatch: str = variable(  # read by the native core itself (native/core/src/cpu/dispatch.cpp)
-        "PERSEUS_CPU_DISPATCH", "auto", _choice({p: p for p in CPU_DISPATCH_PATHS}, " | ".join(CPU_DISPATCH_PATHS)),
+        "PERSEUS_CPU_DISPATCH", "auto", choice({p: p for p in CPU_DISPATCH_PATHS}, " | ".join(CPU_DISPATCH_PATHS)),
         " | ".join(CPU_DISPATCH_PATHS), "CPU kernels of compression: auto (the best this CPU runs) or one path",
         since="2.0.0", honoured_by=ENGINE_READERS)
     cycle_time_ms: float = variable(
-        "PERSEUS_CYCLE_TIME_MS", 1.0, _float_range(0.0, None, False), "> 0",
+        "PERSEUS_CYCLE_TIME_MS", 1.0, float_range(0.0, None, False), "> 0",
         "how often the native engine's ranks agree on the collectives submitted since the last cycle (ms)",
-        since="2.0.0", honoured_by=ENGINE_READERS)
+        since="2.0.0", honoured_by=ENGINE_READERS, engine="cycle_ms")
     engine_library: Optional[str] = variable(  # None: the one the package ships
-        "PERSEUS_ENGINE_LIBRARY", None, _existing_file, "the path of a libperseus_engine.so",
+        "PERSEUS_ENGINE_LIBRARY", None, existing_file, "the path of a libperseus_engine.so",
         "the native engine library the Python handle loads instead of the packaged one",
         since="2.0.0", honoured_by=ENGINE_RUNTIMES)
     mpi_bootstrap_library: Optional[str] = variable(  # None: the plugin for the MPI found at run time
-        "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, _existing_file, "the path of a libperseus_mpi_<mpi>.so",
+        "PERSEUS_MPI_BOOTSTRAP_LIBRARY", None, existing_file, "the path of a libperseus_mpi_<mpi>.so",
         "the plugin through which the engine agrees rank 0's address under a plain mpirun",
         since="2.0.0", honoured_by=ENGINE_READERS)
     nccl_library: Optional[str] = variable(  # None: nvidia/nccl/lib on sys.path, a copy already loaded, the system
-        "PERSEUS_NCCL_LIBRARY", None, _existing_file, "the path of a libnccl.so.2",
+        "PERSEUS_NCCL_LIBRARY", None, existing_file, "the path of a libnccl.so.2",
         "the NCCL the engine loads for device buffers (docs/device.md); pip install nvidia-nccl-cu12 provides one",
         since="2.0.0", honoured_by=())
     cudart_library: Optional[str] = variable(  # None: nvidia/cuda_runtime/lib on sys.path, a loaded copy, the system
-        "PERSEUS_CUDART_LIBRARY", None, _existing_file, "the path of a libcudart.so.12",
+        "PERSEUS_CUDART_LIBRARY", None, existing_file, "the path of a libcudart.so.12",
         "the CUDA runtime the engine loads for device buffers (docs/device.md)", since="2.0.0", honoured_by=())
     engine_profile: bool = variable(  # read by the native engine (engine_pipeline.cc)
-        "PERSEUS_ENGINE_PROFILE", False, _choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
+        "PERSEUS_ENGINE_PROFILE", False, choice(_BOOL, "0 (off) or 1 (on)"), "0 or 1",
         "1: each engine stream prints its pipeline stages' busy seconds on stderr at shutdown (perseus-engine-profile "
         "lines)", since="2.0.0", honoured_by=ENGINE_READERS)
     caffe_rank_weights: Optional[str] = variable(  # None: no file; read by the Caffe patch's `caffe train`
-        "PERSEUS_CAFFE_RANK_WEIGHTS", None, _path_prefix, "a path prefix in a writable folder",
+        "PERSEUS_CAFFE_RANK_WEIGHTS", None, path_prefix, "a path prefix in a writable folder",
         "caffe train: after training every rank writes its parameters to <prefix>.rank<N>.bin (replicas check)",
         since="1.5.0", honoured_by=CAFFE_LIBRARY)
     explicit: FrozenSet[str] = field(default_factory=frozenset)  # variable names the environment set

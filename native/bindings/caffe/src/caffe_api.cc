@@ -5,8 +5,10 @@
 #include <perseus/engine.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "launch_env.h"
@@ -16,7 +18,7 @@ namespace {
 struct State {
   bool initialised = false;
   perseus::caffe::LaunchEnv env;
-  perseus_engine_options options{};
+  perseus_engine_options* options = nullptr;  // opaque: set and read by name
   perseus_engine* engine = nullptr;
   perseus_engine_info info{};
   std::string description;
@@ -38,6 +40,14 @@ int engine_fail(const std::string& what, perseus_engine_status status) {
               perseus_engine_last_error());
 }
 
+// One engine option as text ("" when the engine does not know the name: it cannot, the names are the engine's own).
+std::string option(const perseus_engine_options* o, const char* name) {
+  char text[512];
+  return perseus_engine_options_get(o, name, text, sizeof(text)) == PERSEUS_ENGINE_OK ? text : "";
+}
+
+int option_int(const perseus_engine_options* o, const char* name) { return std::atoi(option(o, name).c_str()); }
+
 perseus_engine_dtype engine_dtype(perseus_caffe_dtype dtype) {
   return dtype == PERSEUS_CAFFE_FLOAT64 ? PERSEUS_ENGINE_FLOAT64 : PERSEUS_ENGINE_FLOAT32;
 }
@@ -53,11 +63,12 @@ std::string describe(const State& s) {
   const char* wire = i.intra_fp16 && i.inter_fp16 ? "fp16" : (!i.intra_fp16 && !i.inter_fp16 ? "fp32" : "fp32 in a node, fp16 between nodes");
   std::snprintf(line, sizeof(line),
                 "rank %d of %d (local %d of %d, node %d of %d, launcher %s%s), %s on the wire (gradient scale %g), "
-                "%s, fusion %d, %d stream(s), NaN check %s",
+                "%s, fusion %s, %d stream(s), NaN check %s",
                 i.rank, i.size, i.local_rank, i.local_size, i.node, i.num_nodes, e.launcher.c_str(),
-                e.use_mpi_bootstrap ? ", MPI bootstrap" : "", wire, s.options.gradient_scale,
-                i.hierarchical ? "two levels" : "one level", s.options.fusion, i.streams,
-                s.options.nancheck ? "on" : "off");
+                e.use_mpi_bootstrap ? ", MPI bootstrap" : "", wire,
+                std::atof(option(s.options, "gradient_scale").c_str()), i.hierarchical ? "two levels" : "one level",
+                option_int(s.options, "fusion") < 0 ? "automatic" : option(s.options, "fusion").c_str(), i.streams,
+                option_int(s.options, "nancheck") ? "on" : "off");
   return line;
 }
 
@@ -108,30 +119,33 @@ int perseus_caffe_init(void) {
   } catch (const std::exception& e) {
     return fail(e.what());
   }
-  perseus_engine_status st = perseus_engine_options_init(&s.options);
-  if (st == PERSEUS_ENGINE_OK) st = perseus_engine_options_from_env(&s.options);
+  perseus_engine_status st = s.options != nullptr ? PERSEUS_ENGINE_OK : perseus_engine_options_new(&s.options);
+  if (st == PERSEUS_ENGINE_OK) st = perseus_engine_options_from_env(s.options);
   if (st != PERSEUS_ENGINE_OK) return engine_fail("reading the PERSEUS_* variables", st);
   if (s.env.size > 1) {
     if (s.env.use_mpi_bootstrap) {
-      st = perseus_engine_options_from_mpi(&s.options);
+      st = perseus_engine_options_from_mpi(s.options);
       if (st != PERSEUS_ENGINE_OK) return engine_fail("joining the mpirun job", st);
-      s.env.rank = s.options.rank;
-      s.env.size = s.options.size;
-      s.env.local_rank = s.options.local_rank;
-      s.env.local_size = s.options.local_size;
-      s.env.node_rank = s.options.node_rank;
+      s.env.rank = option_int(s.options, "rank");
+      s.env.size = option_int(s.options, "size");
+      s.env.local_rank = option_int(s.options, "local_rank");
+      s.env.local_size = option_int(s.options, "local_size");
+      s.env.node_rank = option_int(s.options, "node_rank");
     } else {
-      s.options.rank = s.env.rank;
-      s.options.size = s.env.size;
-      s.options.local_rank = s.env.local_rank;
-      s.options.local_size = s.env.local_size;
-      s.options.node_rank = s.env.node_rank;
-      if (s.options.serve_store != 0) {  // else PERSEUS_STORE_ADDR (the store perseusrun serves) named it already
-        std::snprintf(s.options.master_addr, sizeof(s.options.master_addr), "%s", s.env.master_addr.c_str());
-        s.options.master_port = s.env.master_port;
+      std::vector<std::pair<const char*, std::string>> numbers = {
+          {"rank", std::to_string(s.env.rank)},           {"size", std::to_string(s.env.size)},
+          {"local_rank", std::to_string(s.env.local_rank)}, {"local_size", std::to_string(s.env.local_size)},
+          {"node_rank", std::to_string(s.env.node_rank)}};
+      if (option_int(s.options, "serve_store") != 0) {  // else PERSEUS_STORE_ADDR (the store perseusrun serves) named it
+        numbers.emplace_back("master_addr", s.env.master_addr);
+        numbers.emplace_back("master_port", std::to_string(s.env.master_port));
+      }
+      for (const auto& [name, value] : numbers) {
+        st = perseus_engine_options_set(s.options, name, value.c_str());
+        if (st != PERSEUS_ENGINE_OK) return engine_fail(std::string("setting the engine's ") + name, st);
       }
     }
-    st = perseus_engine_create(&s.options, &s.engine);
+    st = perseus_engine_create(s.options, &s.engine);
     if (st != PERSEUS_ENGINE_OK) return engine_fail("joining the job (rendezvous)", st);
     st = perseus_engine_info_get(s.engine, &s.info);
     if (st != PERSEUS_ENGINE_OK) return engine_fail("reading the engine's state", st);
@@ -179,6 +193,8 @@ int perseus_caffe_finalize(void) {
   State& s = state();
   if (!s.initialised) return 0;
   s.initialised = false;
+  perseus_engine_options_free(s.options);  // the next init reads the environment afresh
+  s.options = nullptr;
   perseus_engine* engine = s.engine;
   s.engine = nullptr;
   if (engine == nullptr) return 0;

@@ -53,6 +53,8 @@
 /* PERSEUS_GRADIENT_MOMENTUM: decay of the not-yet-sent gradient residual under downsampling. Allowed: 0.0-1.0. Since 1.5.0. */
 #define PERSEUS_ENV_GRADIENT_MOMENTUM "PERSEUS_GRADIENT_MOMENTUM"
 #define PERSEUS_DEFAULT_GRADIENT_MOMENTUM 1.0
+#define PERSEUS_MIN_GRADIENT_MOMENTUM 0.0
+#define PERSEUS_MAX_GRADIENT_MOMENTUM 1.0
 #define PERSEUS_ACCEPTS_GRADIENT_MOMENTUM "a number >= 0.0 and <= 1.0"
 
 /* PERSEUS_NCCL_ENABLE: hybrid RDMA+VPC NCCL links (special build). Allowed: 0 or 1. Since 1.5.0. */
@@ -65,6 +67,7 @@
 /* PERSEUS_ALLREDUCE_GRADIENT_SCALE: factor applied before fp16 compression and removed after. Allowed: > 0. Since 1.5.0. */
 #define PERSEUS_ENV_ALLREDUCE_GRADIENT_SCALE "PERSEUS_ALLREDUCE_GRADIENT_SCALE"
 #define PERSEUS_DEFAULT_ALLREDUCE_GRADIENT_SCALE 10.0
+#define PERSEUS_MIN_ALLREDUCE_GRADIENT_SCALE 0.0
 #define PERSEUS_ACCEPTS_ALLREDUCE_GRADIENT_SCALE "a number > 0.0"
 
 /* PERSEUS_OFFLINE_NEG: 1: once two consecutive steps submit the same collectives, the native engine runs them from that agreed plan without negotiating each cycle; a rank that then leaves the plan fails every rank naming what differs. Allowed: 0 or 1. Since 1.5.0. */
@@ -130,6 +133,7 @@
 /* PERSEUS_CYCLE_TIME_MS: how often the native engine's ranks agree on the collectives submitted since the last cycle (ms). Allowed: > 0. Since 2.0.0. */
 #define PERSEUS_ENV_CYCLE_TIME_MS "PERSEUS_CYCLE_TIME_MS"
 #define PERSEUS_DEFAULT_CYCLE_TIME_MS 1.0
+#define PERSEUS_MIN_CYCLE_TIME_MS 0.0
 #define PERSEUS_ACCEPTS_CYCLE_TIME_MS "a number > 0.0"
 
 /* PERSEUS_ENGINE_LIBRARY: the native engine library the Python handle loads instead of the packaged one. Allowed: the path of a libperseus_engine.so. Since 2.0.0. */
@@ -157,5 +161,31 @@
 /* Every alias of a variable, X(PERSEUS_ENV_<name>, PERSEUS_ENV_ALIAS_<alias>). */
 #define PERSEUS_ENV_ALIASES(X) \
   X(PERSEUS_ENV_ALLREDUCE_NANCHECK, PERSEUS_ENV_ALIAS_ALLREDUCE_NANHECK)
+
+/* The native engine's options that variables set (`engine=` in their declaration). The engine's options
+ * struct has one field per row; perseus_engine_options_from_env() reads each variable (and its aliases),
+ * perseus_engine_options_set() takes the field or the variable by name, with the same rule and message.
+ * Unset: the declared default, else the engine's automatic choice (-1; "" for text). */
+#define PERSEUS_ENGINE_TEXT_CAPACITY 256
+
+/* X(field, variable, unset, minimum, maximum, accepts) */
+#define PERSEUS_ENGINE_INT_OPTIONS(X) \
+  X(nancheck, "PERSEUS_ALLREDUCE_NANCHECK", 0, 0, 1, "0 (off) or 1 (on)") \
+  X(wire_dtype, "PERSEUS_ALLREDUCE_DTYPE", 0, 0, 2, "0 (fp16 compression), 1 (no compression) or 2 (fp32 inside a node, fp16 between nodes)") \
+  X(mode, "PERSEUS_ALLREDUCE_MODE", -1, 0, 1, "0 (one-level allreduce) or 1 (two levels: inside the node, then among node leaders)") \
+  X(streams, "PERSEUS_ALLREDUCE_STREAMS", 4, 1, 12, "an integer from 1 to 12") \
+  X(fusion, "PERSEUS_ALLREDUCE_FUSION", -1, 0, 128, "an integer from 0 to 128") \
+  X(offline_neg, "PERSEUS_OFFLINE_NEG", 0, 0, 1, "0 (off) or 1 (on)") \
+  X(shm_disable, "PERSEUS_SHM_DISABLE", 0, 0, 1, "0 (shared memory) or 1 (loopback TCP)") \
+  X(timeout_seconds, "GLOO_TIMEOUT_SECONDS", 60, 1, 2147483647, "an integer >= 1")
+
+/* X(field, variable, unset, minimum, minimum_inclusive, maximum, accepts) */
+#define PERSEUS_ENGINE_REAL_OPTIONS(X) \
+  X(gradient_scale, "PERSEUS_ALLREDUCE_GRADIENT_SCALE", 10.0, 0.0, 0, HUGE_VAL, "a number > 0.0") \
+  X(cycle_ms, "PERSEUS_CYCLE_TIME_MS", 1.0, 0.0, 0, HUGE_VAL, "a number > 0.0")
+
+/* X(field, variable, accepts): free text, unset "" */
+#define PERSEUS_ENGINE_TEXT_OPTIONS(X) \
+  X(iface, "PERSEUS_GLOO_NETWORK_INTERFACE", "an interface of this machine")
 
 #endif  // PERSEUS_VARIABLES_H_

@@ -4,7 +4,7 @@
  * Transport: Gloo's TCP transport (statically linked, hidden). Rendezvous: a TCP key-value store
  * served by rank 0 (or by a launcher) at master_addr:master_port.
  *
- * Usage: perseus_engine_options_init() -> fill rank/size/local/node/master numbers (the Python
+ * Usage: perseus_engine_options_new() -> set rank/size/local/node/master numbers by name (the Python
  * handle takes them from perseus.launch.detect()) -> perseus_engine_options_from_env() for the
  * PERSEUS_* wire policy and GLOO_TIMEOUT_SECONDS -> perseus_engine_create(). Submit collectives by
  * name; every rank must submit a collective of the same name, kind, dtype and shape (first
@@ -32,7 +32,7 @@ extern "C" {
 #define PERSEUS_ENGINE_API
 #endif
 
-#define PERSEUS_ENGINE_ABI_VERSION 4 /* 3: device buffers (CUDA); 4: shared memory inside a node */
+#define PERSEUS_ENGINE_ABI_VERSION 5 /* 3: device buffers (CUDA); 4: shared memory inside a node; 5: options by name */
 
 typedef enum perseus_engine_status {
   PERSEUS_ENGINE_OK = 0,
@@ -62,32 +62,16 @@ typedef enum perseus_engine_reduce_op {
 
 #define PERSEUS_ENGINE_MAX_DIMS 8
 
-typedef struct perseus_engine_options {
-  /* Who this process is (from the launcher; perseus.launch.detect() on the Python side). */
-  int rank, size, local_rank, local_size;
-  int node_rank; /* ranks with equal node_rank form a node (two-level allreduce) */
-  char master_addr[256];
-  int master_port;   /* the rendezvous store's port (PERSEUS_MASTER_PORT) */
-  int serve_store;   /* 1: this process serves the store (default: rank 0); 0: a launcher serves it */
-  /* Wire policy for fp32 allreduce (PERSEUS_ALLREDUCE_DTYPE / _MODE / _GRADIENT_SCALE). */
-  int wire_dtype;       /* 0: fp16 with the gradient scale, 1: fp32, 2: fp32 in a node, fp16 between */
-  int mode;             /* -1: automatic, 0: one level, 1: two levels (node, then node leaders) */
-  float gradient_scale; /* > 0, applied before fp16 compression and removed after */
-  int streams;          /* >= 1: Gloo contexts that carry collectives concurrently (an upper limit) */
-  int stream_tuning;    /* 1 (default when PERSEUS_ALLREDUCE_STREAMS is unset): run the first large
-                           dispatches on 1 stream, the next on `streams`, keep the fewest unless more are
-                           3% faster (every rank the same); 0: use `streams` as given */
-  int fusion;           /* PERSEUS_ALLREDUCE_FUSION: -1 automatic, 0 none, 1..128 granularity */
-  int nancheck;         /* 1: a non-finite allreduce result fails with PERSEUS_ENGINE_NONFINITE */
-  int timeout_seconds;  /* GLOO_TIMEOUT_SECONDS: rendezvous and every collective */
-  double cycle_ms;      /* negotiation cycle (PERSEUS_CYCLE_TIME_MS), default 1 */
-  char iface[64];       /* PERSEUS_GLOO_NETWORK_INTERFACE / GLOO_SOCKET_IFNAME; "" = by address */
-  char hostname[256];   /* address this rank's Gloo pairs listen on when iface is ""; "" = automatic */
-  int offline_neg;      /* PERSEUS_OFFLINE_NEG: 1 = once the collectives repeat, run them from the agreed
-                           plan without negotiating each cycle (see native/engine/README.md) */
-  int shared_memory;    /* 1 (default): the ranks of a node exchange through a shared-memory segment when
-                           they can map one; 0 (PERSEUS_SHM_DISABLE=1): through Gloo's TCP on loopback */
-} perseus_engine_options;
+/* The options an engine is made with, opaque: set and read them by name (perseus_engine_options_set/_get).
+ * Who this process is, from the launcher (perseus.launch.detect() on the Python side): rank, size, local_rank,
+ * local_size, node_rank (ranks with equal node_rank form a node), master_addr and master_port (the rendezvous
+ * store: PERSEUS_MASTER_PORT), serve_store (-1: rank 0 serves it, 1: this process, 0: a launcher), hostname (the
+ * address this rank's Gloo pairs listen on when no interface is named; "": automatic) and stream_tuning (1: measure
+ * 1 stream against `streams` on the first large dispatches and keep the fewest unless more are 3% faster; 0: use
+ * `streams` as given; setting `streams` sets it to 0). Every other option is set by a PERSEUS_* variable, declared
+ * once in perseus.config with its engine field (wire_dtype, mode, gradient_scale, streams, fusion, nancheck,
+ * timeout_seconds, cycle_ms, iface, offline_neg, shm_disable, ...): perseus_engine_option_name() lists them all. */
+typedef struct perseus_engine_options perseus_engine_options;
 
 typedef struct perseus_engine_info {
   int rank, size, local_rank, local_size, node, num_nodes, streams;
@@ -115,13 +99,25 @@ PERSEUS_ENGINE_API int perseus_engine_abi_version(void);
 PERSEUS_ENGINE_API const char* perseus_engine_last_error(void);
 PERSEUS_ENGINE_API const char* perseus_engine_status_string(perseus_engine_status status);
 
-/* Defaults: rank 0 of 1, master 127.0.0.1, wire dtype 0, automatic mode, scale 10, 4 streams tuned,
- * automatic fusion, timeout 60 s. */
-PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_init(perseus_engine_options* options);
-/* Reads PERSEUS_ALLREDUCE_DTYPE, _MODE, _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK,
- * PERSEUS_CYCLE_TIME_MS, PERSEUS_OFFLINE_NEG, PERSEUS_SHM_DISABLE, GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE (else
- * GLOO_SOCKET_IFNAME), and PERSEUS_STORE_ADDR (HOST:PORT of the store perseusrun serves: master_addr,
- * master_port, serve_store = 0); a bad value fails naming the variable and what it accepts. */
+/* New options holding the defaults (rank 0 of 1, master 127.0.0.1, each variable's declared default); free them
+ * with perseus_engine_options_free(). */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_new(perseus_engine_options** options);
+PERSEUS_ENGINE_API void perseus_engine_options_free(perseus_engine_options* options);
+/* One option by its field name or its variable's name, as text ("2", "0.5", "eth0"), under the variable's declared
+ * rule: a bad value fails naming it and what it accepts; an unknown name fails listing the known ones. */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_set(perseus_engine_options* options, const char* name,
+                                                                    const char* value);
+/* One option as text into `out` (capacity bytes, NUL-terminated). */
+PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_get(const perseus_engine_options* options,
+                                                                    const char* name, char* out, size_t capacity);
+/* The options' field names, index 0.. (NULL past the last); kind: 0 integer, 1 number, 2 text; variable: the
+ * PERSEUS_* variable that sets it, or NULL for who-this-process-is fields. */
+PERSEUS_ENGINE_API const char* perseus_engine_option_name(int index, int* kind, const char** variable);
+/* Reads every variable of the generated option table (perseus/variables.h: PERSEUS_ALLREDUCE_DTYPE, _MODE,
+ * _GRADIENT_SCALE, _STREAMS, _FUSION, _NANCHECK, PERSEUS_CYCLE_TIME_MS, PERSEUS_OFFLINE_NEG, PERSEUS_SHM_DISABLE,
+ * GLOO_TIMEOUT_SECONDS, PERSEUS_GLOO_NETWORK_INTERFACE, ... and their aliases), GLOO_SOCKET_IFNAME when no interface
+ * is named, and PERSEUS_STORE_ADDR (HOST:PORT of the store perseusrun serves: master_addr, master_port,
+ * serve_store = 0); a bad value fails naming the variable and what it accepts. */
 PERSEUS_ENGINE_API perseus_engine_status perseus_engine_options_from_env(perseus_engine_options* options);
 
 /* Under a plain mpirun (no MASTER_ADDR): rank, size, local rank/size, node rank, rank 0's address and a

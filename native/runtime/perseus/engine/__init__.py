@@ -19,58 +19,20 @@ import weakref
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from . import _buffers, _device, _library
+from ._errors import (COMMUNICATION, INVALID_ARGUMENT, MISMATCH, NONFINITE, OK, PENDING, SHUT_DOWN, UNSUPPORTED,
+                      CommunicationError, EngineError, MismatchError, NonFiniteError, ShutDownError,
+                      UnsupportedError)
+from ._errors import check as _check
+from .options import Options
 from ._buffers import BFLOAT16, FLOAT16, FLOAT32, FLOAT64, INT32, INT64, UINT8
 from ._device import device_report
 from ._library import EngineLibraryError
 
-OK, INVALID_ARGUMENT, UNSUPPORTED, COMMUNICATION, MISMATCH, NONFINITE, SHUT_DOWN, PENDING = range(8)
 _OPS = {"sum": 0, "average": 1}
 
 __all__ = ["Engine", "Handle", "EngineError", "CommunicationError", "MismatchError", "NonFiniteError",
            "ShutDownError", "UnsupportedError", "EngineLibraryError", "FLOAT32", "FLOAT16", "BFLOAT16",
            "FLOAT64", "INT32", "INT64", "UINT8", "device_report"]
-
-
-class EngineError(RuntimeError):
-    """A failing engine call; .status is the C ABI's perseus_engine_status."""
-
-    status = INVALID_ARGUMENT
-
-
-class UnsupportedError(EngineError):
-    status = UNSUPPORTED
-
-
-class CommunicationError(EngineError):
-    """A peer was lost, a timeout (GLOO_TIMEOUT_SECONDS), or the rendezvous failed."""
-
-    status = COMMUNICATION
-
-
-class MismatchError(EngineError):
-    """The ranks submitted different collectives under one name (the same message on every rank)."""
-
-    status = MISMATCH
-
-
-class NonFiniteError(EngineError):
-    """PERSEUS_ALLREDUCE_NANCHECK=1 found inf/NaN in a reduced result."""
-
-    status = NONFINITE
-
-
-class ShutDownError(EngineError):
-    status = SHUT_DOWN
-
-
-_ERRORS = {cls.status: cls for cls in (EngineError, UnsupportedError, CommunicationError, MismatchError,
-                                        NonFiniteError, ShutDownError)}
-
-
-def _check(lib: ctypes.CDLL, status: int) -> None:
-    if status != OK:
-        message = lib.perseus_engine_last_error().decode("utf-8", "replace")
-        raise _ERRORS.get(status, EngineError)(message)
 
 
 def _shape_array(shape: Sequence[int]) -> Any:
@@ -154,35 +116,29 @@ class Engine:
     def __init__(self, rank: int, size: int, local_rank: int = 0, local_size: int = 1, node_rank: int = 0,
                  master_addr: str = "127.0.0.1", master_port: int = 0, serve_store: Optional[bool] = None,
                  hostname: str = "", **policy: Any) -> None:
-        """Numbers from the caller; policy keywords (wire_dtype, mode, gradient_scale, streams, fusion, nancheck,
-        timeout_seconds, cycle_ms, iface, offline_neg, stream_tuning, shared_memory) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
+        """Numbers from the caller; policy keywords (any engine option by field or variable name: wire_dtype, mode,
+        gradient_scale, streams, fusion, nancheck, timeout_seconds, cycle_ms, iface, offline_neg, shm_disable,
+        stream_tuning, ...: options.option_names()) override the PERSEUS_* / GLOO_TIMEOUT_SECONDS environment."""
         self._lib = _library.load()
         opts = self._options(policy)
-        opts.rank, opts.size, opts.local_rank, opts.local_size = rank, size, local_rank, local_size
-        opts.node_rank = node_rank
-        opts.master_addr = master_addr.encode()
-        opts.master_port = master_port
-        opts.serve_store = -1 if serve_store is None else int(bool(serve_store))
-        opts.hostname = hostname.encode()
+        for name, value in (("rank", rank), ("size", size), ("local_rank", local_rank), ("local_size", local_size),
+                            ("node_rank", node_rank), ("master_addr", master_addr), ("master_port", master_port),
+                            ("serve_store", -1 if serve_store is None else int(bool(serve_store))),
+                            ("hostname", hostname)):
+            opts.set(name, value)
         self._create(opts)
 
-    def _options(self, policy: Dict[str, Any]) -> _library.Options:
-        lib = self._lib
-        opts = _library.Options()
-        _check(lib, lib.perseus_engine_options_init(ctypes.byref(opts)))
-        _check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
-        for key, value in policy.items():
-            if key not in ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck",
-                           "timeout_seconds", "cycle_ms", "iface", "offline_neg", "stream_tuning", "shared_memory"):
-                raise TypeError("unknown engine option {!r}".format(key))
-            if key == "streams" and "stream_tuning" not in policy:
-                opts.stream_tuning = 0  # a count the caller chose is used as it is
-            setattr(opts, key, value.encode() if isinstance(value, str) else value)
+    def _options(self, policy: Dict[str, Any]) -> Options:
+        opts = Options.from_env(self._lib)
+        for key, value in policy.items():  # the engine refuses an unknown name, listing the known ones
+            opts.set(key, value)
+        if "stream_tuning" in policy:  # set last: `streams` turns it off, an explicit value wins
+            opts.set("stream_tuning", policy["stream_tuning"])
         return opts
 
-    def _create(self, opts: _library.Options) -> None:
+    def _create(self, opts: Options) -> None:
         handle = ctypes.c_void_p()
-        _check(self._lib, self._lib.perseus_engine_create(ctypes.byref(opts), ctypes.byref(handle)))
+        _check(self._lib, self._lib.perseus_engine_create(opts.pointer, ctypes.byref(handle)))
         self._handle = handle  # type: Optional[ctypes.c_void_p]
         self._in_flight = {}  # type: Dict[int, Any]  # handle -> buffer the engine may still write
         _LIVE.add(self)
@@ -196,7 +152,7 @@ class Engine:
         self = cls.__new__(cls)
         self._lib = _library.load()
         opts = self._options(policy)
-        _check(self._lib, self._lib.perseus_engine_options_from_mpi(ctypes.byref(opts)))
+        opts.from_mpi()
         self._create(opts)
         return self
 

@@ -12,33 +12,11 @@ import os
 import sys
 from typing import List, Optional
 
-ABI_VERSION = 4  # 3: device buffers (perseus_engine_*_device, _device_report_get, _library_dir_add); 4: shared memory
+ABI_VERSION = 5  # 3: device buffers (perseus_engine_*_device, _device_report_get, _library_dir_add); 4: shared memory;
+# 5: options opaque, set and read by name (options.py)
 MAX_DIMS = 8
 LIBRARY_ENV = "PERSEUS_ENGINE_LIBRARY"
 PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "libperseus_engine.so")
-
-
-class Options(ctypes.Structure):
-    _fields_ = [
-        ("rank", ctypes.c_int), ("size", ctypes.c_int), ("local_rank", ctypes.c_int), ("local_size", ctypes.c_int),
-        ("node_rank", ctypes.c_int),
-        ("master_addr", ctypes.c_char * 256),
-        ("master_port", ctypes.c_int),
-        ("serve_store", ctypes.c_int),
-        ("wire_dtype", ctypes.c_int),
-        ("mode", ctypes.c_int),
-        ("gradient_scale", ctypes.c_float),
-        ("streams", ctypes.c_int),
-        ("stream_tuning", ctypes.c_int),
-        ("fusion", ctypes.c_int),
-        ("nancheck", ctypes.c_int),
-        ("timeout_seconds", ctypes.c_int),
-        ("cycle_ms", ctypes.c_double),
-        ("iface", ctypes.c_char * 64),
-        ("hostname", ctypes.c_char * 256),
-        ("offline_neg", ctypes.c_int),
-        ("shared_memory", ctypes.c_int),
-    ]
 
 
 class Info(ctypes.Structure):
@@ -139,10 +117,14 @@ def _declare(lib: ctypes.CDLL) -> None:
         "perseus_engine_abi_version": (c_int, []),
         "perseus_engine_last_error": (c_char_p, []),
         "perseus_engine_status_string": (c_char_p, [c_int]),
-        "perseus_engine_options_init": (c_int, [ctypes.POINTER(Options)]),
-        "perseus_engine_options_from_env": (c_int, [ctypes.POINTER(Options)]),
-        "perseus_engine_options_from_mpi": (c_int, [ctypes.POINTER(Options)]),
-        "perseus_engine_create": (c_int, [ctypes.POINTER(Options), ctypes.POINTER(c_void_p)]),
+        "perseus_engine_options_new": (c_int, [ctypes.POINTER(c_void_p)]),
+        "perseus_engine_options_free": (None, [c_void_p]),
+        "perseus_engine_options_set": (c_int, [c_void_p, c_char_p, c_char_p]),
+        "perseus_engine_options_get": (c_int, [c_void_p, c_char_p, c_char_p, ctypes.c_size_t]),
+        "perseus_engine_option_name": (c_char_p, [c_int, ctypes.POINTER(c_int), ctypes.POINTER(c_char_p)]),
+        "perseus_engine_options_from_env": (c_int, [c_void_p]),
+        "perseus_engine_options_from_mpi": (c_int, [c_void_p]),
+        "perseus_engine_create": (c_int, [c_void_p, ctypes.POINTER(c_void_p)]),
         "perseus_engine_destroy": (c_int, [c_void_p]),
         "perseus_engine_info_get": (c_int, [c_void_p, ctypes.POINTER(Info)]),
         "perseus_engine_allreduce": (c_int, [c_void_p, c_char_p, c_void_p, c_int, c_int, p_i64, c_int, handle_p]),

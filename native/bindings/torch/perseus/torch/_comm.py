@@ -36,8 +36,6 @@ from perseus.engine import _buffers, _library
 from perseus.torch import _device, _exit
 
 LIBRARY_FILE = "_perseus_engine.so"
-POLICY_FIELDS = ("wire_dtype", "mode", "gradient_scale", "streams", "fusion", "nancheck", "timeout_seconds",
-                 "cycle_ms", "iface", "stream_tuning", "offline_neg", "shared_memory")
 
 _DTYPES = {torch.float32: native.FLOAT32, torch.float16: native.FLOAT16, torch.bfloat16: native.BFLOAT16,
            torch.float64: native.FLOAT64, torch.int32: native.INT32, torch.int64: native.INT64,
@@ -67,13 +65,9 @@ def load_library() -> ctypes.CDLL:
     return _library.load()
 
 
-def environment_policy() -> Tuple[Any, ...]:
-    """The engine options the environment asks for now (a bad value raises, naming the variable)."""
-    lib = load_library()
-    opts = _library.Options()
-    native._check(lib, lib.perseus_engine_options_init(ctypes.byref(opts)))
-    native._check(lib, lib.perseus_engine_options_from_env(ctypes.byref(opts)))
-    return tuple(getattr(opts, f) for f in POLICY_FIELDS)
+def environment_policy() -> Dict[str, Any]:
+    """The engine options the environment asks for now, by field (a bad value raises, naming the variable)."""
+    return native.Options.from_env(load_library()).policy()
 
 
 # ---- torch tensors as engine buffers ---------------------------------------------------------------
@@ -166,7 +160,7 @@ class Completions:
 class World:
     """The engine of this process and who this rank is (the Horovod queries read it)."""
 
-    def __init__(self, eng: native.Engine, policy: Tuple[Any, ...], generation: int,
+    def __init__(self, eng: native.Engine, policy: Dict[str, Any], generation: int,
                  store: Tuple[str, str, int] = ("", "", 0)) -> None:
         self.engine = eng
         self.store = store  # how its rendezvous port was chosen, the address, the port
@@ -281,7 +275,7 @@ def _served_store(generation: int, size: int, launcher_size: int) -> Optional[Tu
     return host, int(port)
 
 
-def _make(cfg: perseus_config.PerseusConfig, policy: Tuple[Any, ...],
+def _make(cfg: perseus_config.PerseusConfig, policy: Dict[str, Any],
           generation: int) -> Tuple[native.Engine, Tuple[str, str, int]]:
     """The engine and where its store is: (how the port was chosen, address, port)."""
     load_library()

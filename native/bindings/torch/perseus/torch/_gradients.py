@@ -32,7 +32,7 @@ class GradientReducer:
         self.average = average
         self.fp16_by_shim = force_fp16 and not (world.intra_fp16 and world.inter_fp16)
         self.predivide = predivide
-        self.scale = float(world.policy[_comm.POLICY_FIELDS.index("gradient_scale")])
+        self.scale = float(world.policy["gradient_scale"])
         self.steps_started = 0
         self.communicate = True
         self.reported_now: Set[int] = set()

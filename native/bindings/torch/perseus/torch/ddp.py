@@ -126,10 +126,9 @@ class DDPState:
                 "NaN) in {} {}. A loss that grows too large can overflow fp16 after the gradient scale: lower "
                 "PERSEUS_ALLREDUCE_GRADIENT_SCALE (now {:g}) or find the layer that produces it".format(
                     "parameter" if len(names) == 1 else "parameters", ", ".join(names) or "(a fused neighbour)",
-                    self.world.policy[POLICY_SCALE]))
+                    self.world.policy["gradient_scale"]))
 
 
-POLICY_SCALE = _comm.POLICY_FIELDS.index("gradient_scale")
 _live_states: "weakref.WeakSet[DDPState]" = weakref.WeakSet()
 
 
