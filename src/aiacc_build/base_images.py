@@ -6,7 +6,6 @@ Dockerfile can resolve to is checked against it.
 from __future__ import annotations
 
 import difflib
-import functools
 import re
 from dataclasses import dataclass
 from datetime import date
@@ -16,9 +15,9 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ValidationError, model_validator
 
-from .paths import REPO_ROOT
+from .paths import facts_dir
 
-BASE_IMAGES_FILE = REPO_ROOT / "matrix" / "facts" / "docker" / "base_images.yaml"
+BASE_IMAGES_RELATIVE = Path("docker") / "base_images.yaml"  # under the matrix's facts/
 NVIDIA_CUDA = "nvidia/cuda"
 LOCAL_BASE_REPOSITORY = "perseus-base"  # made on this machine (naming.local_base_image), never pulled
 
@@ -101,7 +100,13 @@ def split_reference(reference: str) -> tuple[str, str]:
     return reference, "latest"
 
 
-def load_table(path: Path = BASE_IMAGES_FILE) -> BaseImageTable:
+def base_images_file() -> Path:
+    """The table of the matrix in use (paths.matrix_dir)."""
+    return facts_dir() / BASE_IMAGES_RELATIVE
+
+
+def load_table(path: Path | None = None) -> BaseImageTable:
+    path = path or base_images_file()
     try:
         data = yaml.safe_load(path.read_text())
         return BaseImageTable.model_validate(data)
@@ -111,9 +116,21 @@ def load_table(path: Path = BASE_IMAGES_FILE) -> BaseImageTable:
         raise BaseImageError(f"{path} is not a valid base image table: {exc}") from None
 
 
-@functools.cache
+_loaded: dict[tuple, BaseImageTable] = {}
+
+
 def shipped_table() -> BaseImageTable:
-    return load_table()
+    """The matrix's table, read once per file version (a changed or another matrix's file is read again)."""
+    path = base_images_file()
+    try:
+        stat = path.stat()
+        key: tuple = (str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = (str(path),)
+    if key not in _loaded:
+        _loaded.clear()
+        _loaded[key] = load_table(path)
+    return _loaded[key]
 
 
 def _version_key(tag: str) -> tuple[int, ...]:

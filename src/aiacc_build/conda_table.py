@@ -14,9 +14,14 @@ from packaging.version import Version
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .errors import MatrixError
-from .paths import REPO_ROOT
+from .paths import facts_dir
 
-TABLE_PATH = REPO_ROOT / "matrix" / "facts" / "conda" / "packages.yaml"
+TABLE_RELATIVE = Path("conda") / "packages.yaml"  # under the matrix's facts/
+
+
+def table_path() -> Path:
+    """The table of the matrix in use (paths.matrix_dir)."""
+    return facts_dir() / TABLE_RELATIVE
 
 
 class PinnedSpec(Protocol):
@@ -90,7 +95,7 @@ class CondaTable(_Strict):
     sources: dict[str, Source]
     conventions: Conventions
     channels: dict[str, Channel]
-    path: str = Field(default=str(TABLE_PATH), exclude=True)
+    path: str = Field(default="", exclude=True)  # the file it was read from (load_conda_table sets it)
 
     @model_validator(mode="after")
     def _sources_exist(self) -> "CondaTable":
@@ -132,14 +137,24 @@ class CondaTable(_Strict):
 def load_conda_table(path: Path | None = None) -> CondaTable:
     from .matrix.files import read_model  # file:line in every problem
 
-    target = Path(path or TABLE_PATH)
+    target = Path(path or table_path())
     table, _ = read_model(target, CondaTable)
     return table.model_copy(update={"path": str(target)})
 
 
-@lru_cache(maxsize=1)
 def default_conda_table() -> CondaTable:
+    """The matrix's table (paths.matrix_dir), read once per file version."""
+    path = table_path()
     try:
-        return load_conda_table()
+        stat = path.stat()
+        return _table_at(str(path), stat.st_mtime_ns, stat.st_size)
+    except OSError as exc:
+        raise MatrixError([f"cannot read the conda package table {path}: {exc.strerror}"]) from None
+
+
+@lru_cache(maxsize=2)
+def _table_at(path: str, _mtime_ns: int, _size: int) -> CondaTable:
+    try:
+        return load_conda_table(Path(path))
     except MatrixError as exc:
         raise MatrixError([f"the conda package table is invalid: {p}" for p in exc.problems]) from None

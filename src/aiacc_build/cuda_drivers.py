@@ -12,9 +12,8 @@ from pathlib import Path
 import yaml
 
 from .errors import MatrixError
-from .paths import NATIVE_DIR, REPO_ROOT
+from .paths import NATIVE_DIR, REPO_ROOT, facts_dir
 
-FACTS = REPO_ROOT / "matrix" / "facts" / "cuda_drivers.yaml"
 INSTALLER_TABLE = REPO_ROOT / "src" / "aiacc_installer" / "cuda_drivers.py"
 DOCTOR_TABLE = NATIVE_DIR / "runtime" / "perseus" / "_cuda_drivers.py"
 
@@ -40,7 +39,13 @@ class DriverFacts:
         return sorted(rows)
 
 
-def load(path: Path = FACTS) -> DriverFacts:
+def facts_path() -> Path:
+    """The facts of the matrix in use (paths.matrix_dir)."""
+    return facts_dir() / "cuda_drivers.yaml"
+
+
+def load(path: Path | None = None) -> DriverFacts:
+    path = path or facts_path()
     data = yaml.safe_load(path.read_text())
     problems = []
     toolkits = [(str(cuda), str(driver)) for cuda, driver in (data.get("toolkits") or {}).items()]

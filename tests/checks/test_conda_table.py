@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aiacc_build.conda_table import TABLE_PATH, load_conda_table
+from aiacc_build.conda_table import load_conda_table, table_path
 from aiacc_build.errors import MatrixError
 
 
@@ -40,13 +40,13 @@ def test_pytorch_cuda_era_starts_at_113(table):
 
 
 def test_a_broken_table_names_file_and_line(tmp_path):
-    text = TABLE_PATH.read_text(encoding="utf-8").replace("source: conda-forge-cudatoolkit", "source: nowhere", 1)
+    text = table_path().read_text(encoding="utf-8").replace("source: conda-forge-cudatoolkit", "source: nowhere", 1)
     bad = tmp_path / "packages.yaml"
     bad.write_text(text, encoding="utf-8")
     with pytest.raises(MatrixError) as err:
         load_conda_table(bad)
     assert f"{bad}:" in str(err.value) and "nowhere" in str(err.value)
-    bad.write_text(TABLE_PATH.read_text(encoding="utf-8").replace("any_version: true", "anyversion: true", 1), encoding="utf-8")
+    bad.write_text(table_path().read_text(encoding="utf-8").replace("any_version: true", "anyversion: true", 1), encoding="utf-8")
     with pytest.raises(MatrixError) as err:
         load_conda_table(bad)
     assert "anyversion" in str(err.value)

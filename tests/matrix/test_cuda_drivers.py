@@ -28,7 +28,7 @@ def test_the_installer_and_doctor_read_the_same_facts():
 
 def test_a_new_cuda_version_is_one_line_of_facts(tmp_path):
     copy = tmp_path / "cuda_drivers.yaml"
-    text = cuda_drivers.FACTS.read_text().replace('toolkits:\n', 'toolkits:\n  "14.0": "600.10.01"\n', 1)
+    text = cuda_drivers.facts_path().read_text().replace('toolkits:\n', 'toolkits:\n  "14.0": "600.10.01"\n', 1)
     copy.write_text(text.replace('minor_version_compatibility:\n', 'minor_version_compatibility:\n  "14": "600.10.01"\n', 1))
     facts = cuda_drivers.load(copy)
     assert "('14.0', '600.10.01')" in cuda_drivers.render_installer(facts)
@@ -37,7 +37,7 @@ def test_a_new_cuda_version_is_one_line_of_facts(tmp_path):
 
 def test_bad_facts_are_named(tmp_path):
     copy = tmp_path / "cuda_drivers.yaml"
-    shutil.copy(cuda_drivers.FACTS, copy)
+    shutil.copy(cuda_drivers.facts_path(), copy)
     copy.write_text(copy.read_text().replace('"12.9": "575.51.03"', '"12.9": "soon"'))
     with pytest.raises(MatrixError, match="12.9: soon is not a CUDA version and a driver version"):
         cuda_drivers.load(copy)

@@ -9,6 +9,7 @@ import zipfile
 
 import pytest
 
+from aiacc_build import cuda_drivers
 from aiacc_build.wheels.steps import cell_for_wheel, selftest_args
 from aiacc_build.cli import main
 from aiacc_build.errors import ConfigurationError, UnsupportedCellError
@@ -55,6 +56,8 @@ def test_wheel_common_builds_the_release_version(tmp_path, capsys):
     with zipfile.ZipFile(data["path"]) as wheel:
         assert wheel.read("perseus/_version.py").decode().endswith('__version__ = "2.0.0"\n')
         metadata = wheel.read("perseus_common-2.0.0.dist-info/METADATA").decode()
+        # doctor's CUDA-driver table is the matrix's (tests/matrix/test_cuda_consumers.py: another matrix's)
+        assert wheel.read("perseus/_cuda_drivers.py").decode() == cuda_drivers.render_doctor(cuda_drivers.load())
     assert "\nVersion: 2.0.0\n" in metadata
 
 

@@ -17,7 +17,7 @@ from rich.text import Text
 from ..errors import ConfigurationError, MatrixError
 from .ci_check import check_ci
 from .conda_check import check_conda
-from ..conda_table import TABLE_PATH, load_conda_table
+from ..conda_table import load_conda_table
 from .findings import ChecksFailedError, CheckReport
 
 console = Console()
@@ -81,9 +81,9 @@ _json_option = click.option("--json", "as_json", is_flag=True, help="Print the r
 @check.command("conda")
 @_release_option
 @_dist_option
-@click.option("--table", type=click.Path(dir_okay=False, path_type=Path), default=TABLE_PATH, show_default=True, help="The channel table.")
+@click.option("--table", type=click.Path(dir_okay=False, path_type=Path), default=None, help="The channel table (default: the matrix's facts/conda/packages.yaml).")
 @_json_option
-def conda_command(releases: tuple[str, ...], dist: Path | None, table: Path, as_json: bool) -> None:
+def conda_command(releases: tuple[str, ...], dist: Path | None, table: Path | None, as_json: bool) -> None:
     """Every conda environment file: valid match specs, every package on a listed channel in the
     pinned version (matrix/facts/conda/packages.yaml, with sources), the era's CUDA conventions, and the cell's
     Python, CUDA, framework build and Perseus wheels."""

@@ -14,16 +14,15 @@ from rich.table import Table
 from .. import naming
 from ..adapters import names as adapter_names
 from ..errors import MatrixError, StaleOutputError, UnsupportedCellError
-from ..paths import MATRIX_DIR, RELEASES_DIR
+from ..paths import facts_dir as matrix_facts_dir, matrix_dir, releases_dir
 from . import sync as sync_mod
-from .loader import FACTS_DIR, Release, load_all, load_release, select_cells
+from .loader import Release, load_all, load_release, select_cells
 from .names import cell_record
 from ..registry import RegistryClient
 from .registry import RecordedRegistry
 from .schema_export import render_schemas
 
 console = Console()
-REGISTRY_DIR = MATRIX_DIR / "registry"
 
 
 def _releases(release: str | None) -> list[Release]:
@@ -124,7 +123,7 @@ def validate_cmd(files: tuple[Path, ...]) -> None:
     from ..render.docker import builder_images, checked_bases, docker_images
     from ..render.support import BuildHost
 
-    targets = list(files) or sorted(RELEASES_DIR.glob("*.yaml"))
+    targets = list(files) or sorted(releases_dir().glob("*.yaml"))
     problems: list[str] = []
     no_local_images = BuildHost(arch="", pythons=frozenset())
     for f in targets:
@@ -145,17 +144,19 @@ def validate_cmd(files: tuple[Path, ...]) -> None:
 @click.option("--check", is_flag=True, help="Exit 7 when the committed file differs from the result.")
 @click.option("--record", is_flag=True, help="Query PyPI and save its (trimmed) answers to matrix/registry/<today>/.")
 @click.option("--from", "from_dir", metavar="DIR|latest", help="Replay a recording instead of querying PyPI (offline).")
-@click.option("--facts-dir", type=click.Path(file_okay=False, path_type=Path), default=FACTS_DIR, show_default=True,
-              help="Facts folder to read and (with --write) update.")
-@click.option("--registry-dir", type=click.Path(file_okay=False, path_type=Path), default=REGISTRY_DIR, show_default=True,
-              help="Folder of dated recordings (--record writes, --from latest reads).")
-def sync_cmd(write: bool, check: bool, record: bool, from_dir: str | None, facts_dir: Path, registry_dir: Path) -> None:
+@click.option("--facts-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Facts folder to read and (with --write) update (default: the matrix's facts/).")
+@click.option("--registry-dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Folder of dated recordings (--record writes, --from latest reads; default: the matrix's registry/).")
+def sync_cmd(write: bool, check: bool, record: bool, from_dir: str | None, facts_dir: Path | None, registry_dir: Path | None) -> None:
     """Recompute the registry facts (Pythons, arches, CUDA of each release's wheels) from PyPI.
 
     Prints a diff against the committed matrix/facts/pypi.yaml. Release cells follow from it.
     """
     if record and from_dir:
         raise click.UsageError("--record queries PyPI; --from replays a recording: use one")
+    facts_dir = facts_dir or matrix_facts_dir()
+    registry_dir = registry_dir or matrix_dir() / "registry"
     if from_dir:
         folder = sync_mod.latest_recording(registry_dir) if from_dir == "latest" else Path(from_dir)
         registry = RecordedRegistry(folder)
@@ -165,7 +166,8 @@ def sync_cmd(write: bool, check: bool, record: bool, from_dir: str | None, facts
         registry = RegistryClient(record_dir=recorded if record else None)
         if not record:
             recorded = Path(f"live query {sync_mod.today()} (not recorded)")
-    rel = recorded.relative_to(MATRIX_DIR.parent) if recorded.is_absolute() and recorded.is_relative_to(MATRIX_DIR.parent) else recorded
+    root = matrix_dir().parent
+    rel = recorded.relative_to(root) if recorded.is_absolute() and recorded.is_relative_to(root) else recorded
     with console.status("reading the registry ..."):
         data = sync_mod.compute(registry, facts_dir, recorded=str(rel))
     new = sync_mod.render(data)
@@ -191,7 +193,7 @@ def _check_releases_with(facts_dir: Path, target: Path, new: str) -> None:
         shutil.copytree(facts_dir, trial)
         (trial / target.name).write_text(new, encoding="utf-8")
         problems = []
-        for f in sorted(RELEASES_DIR.glob("*.yaml")):
+        for f in sorted(releases_dir().glob("*.yaml")):
             try:
                 load_release(f, facts_dir=trial)
             except MatrixError as exc:

@@ -7,13 +7,11 @@ from pathlib import Path
 
 from ..errors import MatrixError, UnsupportedCellError
 from ..model import Arch, CaffeArtifacts, Cell, Framework, MxnetSourcePatch, ReleaseInfo, WheelTagRules
-from ..paths import MATRIX_DIR, RELEASES_DIR
+from ..paths import facts_dir as matrix_facts_dir, releases_dir as matrix_releases_dir
 from .derive import Deriver
 from .facts import Facts, load_facts
 from .files import read_model
 from .schema import ReleaseFile
-
-FACTS_DIR = MATRIX_DIR / "facts"
 
 
 @dataclass(frozen=True)
@@ -71,10 +69,11 @@ def release_path(version_or_path: str | Path) -> Path:
     p = Path(version_or_path)
     if p.suffix in (".yaml", ".yml") or p.is_file():
         return p
-    candidate = RELEASES_DIR / f"{version_or_path}.yaml"
+    folder = matrix_releases_dir()
+    candidate = folder / f"{version_or_path}.yaml"
     if not candidate.is_file():
-        known = ", ".join(sorted(f.stem for f in RELEASES_DIR.glob("*.yaml"))) or "none"
-        raise UnsupportedCellError(f"no release {version_or_path!r} in {RELEASES_DIR} (known releases: {known})")
+        known = ", ".join(sorted(f.stem for f in folder.glob("*.yaml"))) or "none"
+        raise UnsupportedCellError(f"no release {version_or_path!r} in {folder} (known releases: {known})")
     return candidate
 
 
@@ -82,7 +81,7 @@ def load_release(version_or_path: str | Path, facts_dir: Path | None = None, tex
     """Load and validate one release file; raise MatrixError (file:line per problem) if it is invalid."""
     path = release_path(version_or_path)
     model, loc = read_model(path, ReleaseFile, text=text)
-    facts = _facts(facts_dir or FACTS_DIR)
+    facts = _facts(facts_dir or matrix_facts_dir())
     info = release_info(model)
     deriver = Deriver(model, loc, facts, info)
     if path.stem != model.release.version and path.suffix in (".yaml", ".yml"):
@@ -95,10 +94,10 @@ def load_release(version_or_path: str | Path, facts_dir: Path | None = None, tex
 
 
 def load_all(releases_dir: Path | None = None) -> list[Release]:
-    """Every release in matrix/releases, sorted by version; all problems of all files at once."""
+    """Every release in the matrix's releases/ (paths.matrix_dir), sorted by version; all problems of all files at once."""
     from packaging.version import Version
 
-    folder = releases_dir or RELEASES_DIR
+    folder = releases_dir or matrix_releases_dir()
     releases, problems = [], []
     for f in sorted(folder.glob("*.yaml")):
         try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..paths import MATRIX_DIR
+from ..paths import matrix_dir
 from .schema import FactsFile, RegistryFile, ReleaseFile
 
 SCHEMAS = {
@@ -15,10 +15,12 @@ SCHEMAS = {
 }
 
 
-def render_schemas(matrix_dir: Path = MATRIX_DIR) -> dict[Path, str]:
+def render_schemas(folder: Path | None = None) -> dict[Path, str]:
+    """Schema file (in `folder`, default: the matrix in use) -> its text."""
+    folder = folder or matrix_dir()
     out = {}
     for name, (model, title) in SCHEMAS.items():
         schema = model.model_json_schema()
         schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title, **{k: v for k, v in schema.items() if k != "title"}}
-        out[matrix_dir / name] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
+        out[folder / name] = json.dumps(schema, indent=2, sort_keys=True) + "\n"
     return out

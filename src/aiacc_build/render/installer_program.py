@@ -2,16 +2,20 @@
 package's MODULES order as one module, each one's relative imports dropped (they name what an earlier
 module defined). Refused, with the module and line, when the flattening would change the program: an
 import of a later module, an `import ... as`, a `from . import module`, or one top-level name defined
-by two modules.
+by two modules. The CUDA-driver table (cuda_drivers) is generated from the matrix in use, not read from the
+package's committed copy: a CUDA version added to the matrix reaches the script with no other edit.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from functools import lru_cache
 from pathlib import Path
 
 import aiacc_installer
+
+from .. import cuda_drivers
 
 PACKAGE_DIR = Path(aiacc_installer.__file__).parent
 HEREDOC_END = "AIACC_INSTALLER_PY"
@@ -47,19 +51,28 @@ def _relative_import_lines(path: Path, tree: ast.Module, earlier: set[str]) -> s
     return lines
 
 
-@lru_cache(maxsize=1)
+GENERATED_MODULE = "cuda_drivers"  # aiacc_installer/cuda_drivers.py: cuda_drivers.render_installer's output
+
+
 def installer_program() -> str:
-    """The package as one module, for the script's here-document."""
-    return flatten(PACKAGE_DIR, aiacc_installer.MODULES)
+    """The package as one module, for the script's here-document, its CUDA-driver table from the matrix's facts."""
+    return _program(cuda_drivers.render_installer(cuda_drivers.load()))
 
 
-def flatten(package_dir: Path, modules: tuple[str, ...]) -> str:
+@lru_cache(maxsize=2)
+def _program(driver_table: str) -> str:
+    return flatten(PACKAGE_DIR, aiacc_installer.MODULES, {GENERATED_MODULE: driver_table})
+
+
+def flatten(package_dir: Path, modules: tuple[str, ...], generated: Mapping[str, str] | None = None) -> str:
+    """`generated`: module -> its text, used instead of the package's file of that name."""
     parts: list[str] = []
     owner: dict[str, str] = {}
     earlier: set[str] = set()
+    generated = generated or {}
     for module in modules:
         path = package_dir / f"{module}.py"
-        text = path.read_text(encoding="utf-8")
+        text = generated[module] if module in generated else path.read_text(encoding="utf-8")
         tree = ast.parse(text, str(path))
         for name in _defined(tree):
             if name in owner:

@@ -3,7 +3,9 @@
 native/runtime takes its version from PERSEUS_RELEASE at build time (its setup.py), so a release's
 wheel is built from a copy of the source (the build leaves nothing in the checkout) with that
 variable set; every framework wheel's `perseus-common==<release>` requirement is met by it. The CI
-workflow builds it with the same function (`aiacc-build wheel common`).
+workflow builds it with the same function (`aiacc-build wheel common`). The copy's doctor CUDA-driver table
+(perseus/_cuda_drivers.py) is generated from the matrix in use, so a CUDA version added to the matrix reaches
+the wheel's `perseus doctor` with no other edit.
 """
 
 from __future__ import annotations
@@ -14,12 +16,13 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import cuda_drivers
 from ..model import ReleaseInfo
 from ..naming import common_wheel_filename
 from ..paths import NATIVE_DIR
 from .cache import BuildCache
 from .envs import run_uv, uv_version
-from ..hashing import IGNORED_DIRS, file_sha256, tree_digest
+from ..hashing import IGNORED_DIRS, bytes_sha256, file_sha256, tree_digest
 from .wheelinfo import read_wheel
 from ..errors import BuildError
 
@@ -34,17 +37,24 @@ class CommonWheel:
     reused: bool
 
 
+def doctor_driver_table() -> str:
+    """perseus/_cuda_drivers.py of the matrix in use (paths.matrix_dir)."""
+    return cuda_drivers.render_doctor(cuda_drivers.load())
+
+
 def stage_runtime(source: Path, dest: Path) -> None:
     """Copy the runtime source to `dest`, without build outputs, with the release rule its setup.py loads beside it
-    (native/release, as `dest`/../release)."""
+    (native/release, as `dest`/../release) and doctor's CUDA-driver table generated from the matrix in use."""
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns(*IGNORED_DIRS, "build", "*.egg-info", "*.pyc"))
     shutil.copytree(source.parent / "release", dest.parent / "release", ignore=shutil.ignore_patterns("__pycache__"))
+    (dest / "perseus" / cuda_drivers.DOCTOR_TABLE.name).write_text(doctor_driver_table(), encoding="utf-8")
 
 
 def build_common(release: ReleaseInfo, cache: BuildCache, source: Path = RUNTIME_DIR) -> CommonWheel:
     inputs = {
         "sources": tree_digest(source),
         "release_rule": tree_digest(source.parent / "release"),
+        "driver_table": bytes_sha256(doctor_driver_table().encode()),
         "release": release.version,
         "python": sys.version.split()[0],
         "uv": uv_version(),
