@@ -12,10 +12,11 @@ tx_bytes: fp16 on the wire shows as half the bytes). torch is needed only for th
 --fusion is the engine's PERSEUS_ALLREDUCE_FUSION (-1 automatic: a buffer above 2 MiB travels as 2 MiB
 slices through the stream's pipeline, 4 MiB before 2026-11-24 14:30 UTC; 0: one collective, as the figures before 2026-11-24 08:00 UTC).
 --before PATH also runs the engine variants with the engine library at PATH (a build of another commit),
-as engine_fp32@before / engine_fp16@before, in the same run.
+as engine_fp32@before / engine_fp16@before, in the same run; --before-runtime DIR gives those variants that
+commit's Python handle (its native/runtime) when its C ABI differs.
 
     sudo .venv/bin/python bench/engine_allreduce_bench.py [--sizes 1,4,16,64,256] [--reps 5] [--fusion -1]
-        [--before PATH] [--json]
+        [--before PATH [--before-runtime DIR]] [--json]
 """
 
 import argparse
@@ -44,8 +45,9 @@ def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False, 
     if variant.startswith("engine"):
         from perseus import engine
 
+        chosen = {} if fusion < 0 else {"fusion": fusion}  # unset: automatic (spelled alike by every engine version)
         eng = engine.Engine(rank, 2, 0, 1, rank, ADDRESSES[0], int(os.environ["PERSEUS_MASTER_PORT"]),
-                            wire_dtype=0 if variant == "engine_fp16" else 1, fusion=None if fusion < 0 else fusion, streams=1)
+                            wire_dtype=0 if variant == "engine_fp16" else 1, streams=1, **chosen)
         for mib in sizes:
             buf = array.array("f", bytes(mib * MIB))
             times, sent = [], []
@@ -89,11 +91,13 @@ def worker(variant: str, sizes: List[int], reps: int, same_names: bool = False, 
 
 def run_variant(link: Link, variant: str, args: argparse.Namespace, port: int) -> Dict[str, object]:
     env = dict(os.environ)
+    runtime = REPO_ROOT / "native" / "runtime"
     if variant.endswith("@before"):
         env["PERSEUS_ENGINE_LIBRARY"] = args.before
+        runtime = Path(args.before_runtime) if args.before_runtime else runtime
     env.update({"WORLD_SIZE": "2", "MASTER_ADDR": ADDRESSES[0], "MASTER_PORT": str(port),
                 "PERSEUS_MASTER_PORT": str(port + 1), "GLOO_SOCKET_IFNAME": "eth0", "OMP_NUM_THREADS": "1",
-                "PYTHONPATH": os.pathsep.join([str(REPO_ROOT / "native" / "runtime"), env.get("PYTHONPATH", "")])})
+                "PYTHONPATH": os.pathsep.join([str(runtime), env.get("PYTHONPATH", "")])})
     procs = []
     for rank in range(2):
         argv = [sys.executable, str(Path(__file__).resolve()), "--worker", variant.split("@")[0], "--sizes", args.sizes,
@@ -118,6 +122,9 @@ def main() -> None:
                         help="engine: one name per size for every rep (with PERSEUS_OFFLINE_NEG=1: the offline plan)")
     parser.add_argument("--fusion", type=int, default=-1, help="engine PERSEUS_ALLREDUCE_FUSION (-1 automatic)")
     parser.add_argument("--before", metavar="PATH", help="also run the engine variants with this engine library")
+    parser.add_argument("--before-runtime", metavar="DIR",
+                        help="with --before: the perseus-common source (native/runtime) of that library's commit, "
+                             "for a library of another C ABI version")
     parser.add_argument("--worker", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
