@@ -5,6 +5,7 @@ reference computation that replays their committed steps."""
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -22,9 +23,11 @@ PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
 BASE_ENV = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
 
 
-def start(args: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
-    """perseusrun ARGS (the one next to this Python) in `cwd`, with a bare environment plus `env`."""
-    return subprocess.Popen([PERSEUSRUN] + list(args), cwd=str(cwd), env=dict(BASE_ENV, **(env or {})),
+def start(args: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None,
+          prefix: Sequence[str] = ()) -> subprocess.Popen:
+    """perseusrun ARGS (the one next to this Python) in `cwd`, with a bare environment plus `env`; `prefix`: the
+    argv that runs it elsewhere (a network namespace: netns_hosts.Hosts.in_ns)."""
+    return subprocess.Popen(list(prefix) + [PERSEUSRUN] + list(args), cwd=str(cwd), env=dict(BASE_ENV, **(env or {})),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
 
 
@@ -77,6 +80,30 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float, job: Opti
 
 def worker_pid(out: Path, worker: str) -> int:
     return int((out / "pid.{}".format(worker.replace(":", "_"))).read_text())
+
+
+def lose_one_then_grow_back(out: Path, job: subprocess.Popen, set_hosts: Callable[[Sequence[str]], None],
+                            hosts: Sequence[str], new_host: str, timeout: float) -> Optional[AssertionError]:
+    """The kill-and-grow-back story on a job of len(hosts) workers, one slot per host, that hold after step 8
+    (ELASTIC_TEST_HOLD=8, reaching every worker): the last host's worker is SIGKILLed there and the host leaves the
+    discovery output; the rest go on from the last commit and hold again after step 8; `new_host` (HOST:1) appears,
+    its worker starts, and the hold is released: the job grows back. Returns the first failed wait (None: all
+    happened); each wait gives up after `timeout` seconds."""
+    n, victim = len(hosts), hosts[-1].rpartition(":")[0] + ":0"
+    try:
+        wait_for(lambda: progress(out) == (8, n), "{} workers holding after step 8".format(n), timeout, job)
+        os.kill(worker_pid(out, victim), signal.SIGKILL)
+        set_hosts(hosts[:-1])
+        wait_for(lambda: progress(out) == (8, n - 1), "{} workers at step 8".format(n - 1), timeout, job)
+        set_hosts(list(hosts[:-1]) + [new_host])
+        joined = new_host.rpartition(":")[0] + ":0"
+        wait_for(lambda: (out / "pid.{}".format(joined.replace(":", "_"))).exists(),
+                 "a worker started on " + joined, timeout, job)
+        (out / "go.8").write_text("")
+        wait_for(lambda: progress(out)[1] == n, "the job grown back to {} workers".format(n), timeout, job)
+    except AssertionError as error:
+        return error
+    return None
 
 
 def data() -> Tuple[np.ndarray, np.ndarray]:
