@@ -106,6 +106,52 @@ def lose_one_then_grow_back(out: Path, job: subprocess.Popen, set_hosts: Callabl
     return None
 
 
+PROCESS_SETS = Path(__file__).resolve().parents[1] / "run" / "scripts" / "elastic_process_sets.py"
+
+
+def process_sets_story(out: Path, framework: str, env: Dict[str, str]) -> None:
+    """elastic_process_sets.py (torch or tensorflow) on hosts 127.0.0.1-4: 4 workers with the sets [0, 1] (from
+    hvd.init(process_sets=...)) and [0, 3] (hvd.add_process_set); rank 3, a member of the second, is SIGKILLed holding
+    after step 5 and its host leaves. The reset ends promptly (well within GLOO_TIMEOUT_SECONDS 60), a collective
+    on either old set is refused naming the reset, and the sets registered again in a reset callback give the
+    right sums over the 3 workers; the first 4 steps gave them over 4."""
+    hosts = ["127.0.0.{}:1".format(i) for i in range(1, 5)]
+    script, set_hosts = discovery_script(out, hosts)
+    job = start(["-np", "4", "--min-np", "3", "--max-np", "4", "--host-discovery-script", str(script),
+                 "--elastic-timeout", "60", sys.executable, str(PROCESS_SETS), str(out), "8", framework], out,
+                env=dict(env, ELASTIC_TEST_HOLD="5", GLOO_TIMEOUT_SECONDS="60"))
+    failed = None
+    try:
+        wait_for(lambda: progress(out) == (5, 4), "4 workers holding after step 5", 150, job)
+        os.kill(worker_pid(out, "127.0.0.4:0"), signal.SIGKILL)
+        killed_at = time.monotonic()
+        set_hosts(hosts[:3])
+        wait_for(lambda: progress(out) == (5, 3), "3 workers at step 5", 60, job)
+        assert time.monotonic() - killed_at < 20, "the reset waited for a timeout"
+        (out / "go.5").write_text("")
+    except AssertionError as error:
+        failed = error
+    code, _, err = finish(job, 150)
+    assert failed is None, "{}\n{}".format(failed, err[-4000:])
+    assert code == 0, err[-3000:]
+    got = result(out)
+    assert [step["size"] for step in got["history"]] == [4] * 4 + [3] * 4  # steps 5 and 6 were lost and redone
+    for step in got["history"]:
+        size = step["size"]
+        expected = {"first": [0, 1], "last": [0, size - 1]}
+        for rank, row in enumerate(step["ranks"]):
+            assert row["global"] == sum(range(1, size + 1))
+            for name, ranks in expected.items():
+                if rank in ranks:
+                    assert row[name] == [ranks, float(sum(r + 1 for r in ranks))], (step, rank, name)
+                else:
+                    assert name not in row, (step, rank, name)
+    assert [r.partition(":")[0] for r in got["refusals"]] == ["first", "last"], got["refusals"]
+    for refusal in got["refusals"]:
+        assert "is not registered any more: it was closed by an elastic reset" in refusal, refusal
+        assert "e.g. in a reset callback (state.register_reset_callbacks)" in refusal, refusal
+
+
 def data() -> Tuple[np.ndarray, np.ndarray]:
     """The training data of elastic_train.py, drawn by torch's generator there: read back from the script."""
     import torch

@@ -84,6 +84,13 @@ def test_keras_fit_with_the_elastic_callbacks_goes_on_after_a_lost_worker(tmp_pa
     assert diff <= 1e-6, diff
 
 
+def test_process_sets_registered_before_a_reset_are_refused_then_registered_again_tensorflow(tmp_path, tf):
+    """tests/support/elastic.process_sets_story with TensorFlow 2: 4 workers, sets [0, 1] (from hvd.init) and
+    [0, 3]; rank 3 is SIGKILLed; the old sets are refused naming the reset, registered again they give the right
+    sums."""
+    E.process_sets_story(tmp_path, "tensorflow", ENV)
+
+
 NETNS_MISSING = netns_hosts.missing_requirements()
 
 
