@@ -8,8 +8,12 @@ hvd.init(process_sets=[ProcessSet([0, 1])]) registers `first`; hvd.add_process_s
 Every step allreduces rank + 1 over the job and over each set this rank is in; rank 0 records, per step, the size
 and every rank's results. A reset callback first calls a collective on each set registered before the reset
 (and prints what refused it: `REFUSED <message>`), then registers them again over the new job: `first` (the same
-object) and `last` as [0, new size - 1]. The state is an hvd.elastic.ObjectState; commits after every second step; the files and ELASTIC_TEST_HOLD are
-those of elastic_train.py (tests/support/elastic_files.py). Rank 0 writes OUT_DIR/result.json at the end.
+object) and `last` as [0, new size - 1]. With torch, every step also takes an SGD step of
+hvd.DistributedOptimizer(process_set=first) on a one-weight model whose gradient is rank + 1, and records the
+gradient the optimizer stepped with (the members' mean; a rank outside `first` keeps its own); the state is an
+hvd.elastic.TorchState of the model and the optimizer (an ObjectState with TensorFlow). Commits after every second
+step; the files and ELASTIC_TEST_HOLD are those of elastic_train.py (tests/support/elastic_files.py). Rank 0
+writes OUT_DIR/result.json at the end.
 """
 
 import json
@@ -31,6 +35,19 @@ if FRAMEWORK == "torch":
 
     def number(result) -> float:
         return float(result.item())
+
+    def make_state(first, **values):
+        """A TorchState of a one-weight model and its DistributedOptimizer over `first`, and the step function."""
+        model = torch.nn.Linear(1, 1, bias=False).double()
+        optimizer = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.1),
+                                             named_parameters=model.named_parameters(), process_set=first)
+
+        def train_step() -> float:
+            optimizer.zero_grad()
+            (model.weight.sum() * (hvd.rank() + 1)).backward()
+            optimizer.step()
+            return float(model.weight.grad.item())
+        return hvd.elastic.TorchState(model, optimizer, **values), train_step
 elif FRAMEWORK == "tensorflow":
     import tensorflow as tf
 
@@ -41,6 +58,9 @@ elif FRAMEWORK == "tensorflow":
 
     def number(result) -> float:
         return float(result.numpy()[0])
+
+    def make_state(first, **values):
+        return hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, **values), None
 else:
     raise SystemExit("elastic_process_sets.py: the third argument is torch or tensorflow, not {!r}".format(FRAMEWORK))
 
@@ -65,7 +85,7 @@ def main() -> None:
         sets["first"] = hvd.add_process_set(sets["first"])
         sets["last"] = hvd.add_process_set([0, hvd.size() - 1])
 
-    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0, history=[])
+    state, train_step = make_state(first, step=0, history=[])
     state.register_reset_callbacks([register_again])
 
     @hvd.elastic.run
@@ -79,6 +99,8 @@ def main() -> None:
             for name in sorted(sets):
                 if sets[name].included():
                     row[name] = [sets[name].ranks, number(hvd.allreduce(mine, op=hvd.Sum, process_set=sets[name]))]
+            if train_step is not None:
+                row["grad"] = train_step()
             state.history = state.history + [{"size": hvd.size(), "ranks": hvd.allgather_object(row)}]
             state.step += 1
             elastic_files.write_progress(out, hvd.rank(), state.step, hvd.size())
