@@ -125,7 +125,8 @@ def not_registered(process_set: Any, api: str) -> ValueError:
     """The error of a collective on a set that is not registered: what closed it, when it was registered once."""
     closed_by = getattr(process_set, "closed_by", None) if isinstance(process_set, ProcessSet) else None
     if closed_by:
-        return ValueError("{}: {!r} is not registered any more: it was closed by {}".format(api, process_set, closed_by))
+        return ValueError("{}: {!r} is not registered any more: it was closed by {}".format(
+            api, process_set, closed_by))
     return ValueError("{}: {!r} is not a registered process set: call hvd.add_process_set(...) on every rank first "
                       "(or hvd.init(process_sets=[...]))".format(api, process_set))
 
