@@ -209,3 +209,9 @@ def test_training_that_ends_while_a_generation_is_planned_ends_the_job(tmp_path)
     assert "planning generation 2 with 3 worker(s)" in err and "generation 2 formed" not in err
     assert "worker 127.0.0.3:0 stops: the job has finished" in err
     assert time.monotonic() - began < 20
+
+
+def test_process_sets_registered_before_a_reset_are_refused_then_registered_again_torch(tmp_path):
+    """tests/support/elastic.process_sets_story with torch: 4 workers, sets [0, 1] (from hvd.init) and [0, 3];
+    rank 3 is SIGKILLed; the old sets are refused naming the reset, registered again they give the right sums."""
+    E.process_sets_story(tmp_path, "torch", {})

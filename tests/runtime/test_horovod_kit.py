@@ -133,6 +133,30 @@ def test_process_set_life_opens_and_closes_the_binding_handle(four_rank_job):
     assert process_sets.add([0, 1], 4, open_handle).process_set_id == 1  # ids start again after a shutdown
 
 
+def test_a_collective_on_a_closed_set_names_what_closed_it(four_rank_job):
+    def open_handle(ranks, set_id):
+        return "engine-{}".format(set_id)
+
+    removed = process_sets.add([0, 1], 4, open_handle)
+    process_sets.remove(removed, lambda handle: None)
+    with pytest.raises(ValueError, match=r"hvd.allreduce: .* is not registered any more: it was closed by "
+                                         r"hvd.remove_process_set\(...\): to use it again, call hvd.add_process_set"):
+        process_sets.check_global(removed, "hvd.allreduce")
+    shut = process_sets.add([1, 2], 4, open_handle)
+    process_sets.remove_all(lambda handle: None)
+    with pytest.raises(ValueError, match=r"closed by hvd.shutdown\(\): register it again after hvd.init\(\)"):
+        process_sets.check_global(shut, "hvd.allreduce")
+    reset = process_sets.add([1, 3], 4, open_handle)
+    process_sets.remove_all(lambda handle: None, process_sets.CLOSED_BY_RESET)
+    with pytest.raises(ValueError, match=r"closed by an elastic reset .* in a reset callback "
+                                         r"\(state.register_reset_callbacks\)"):
+        process_sets.member_set(reset, "hvd.broadcast")
+    again = process_sets.add(reset, 4, open_handle)  # the same object, registered again
+    assert again is reset and reset.closed_by is None and process_sets.member_set(reset, "hvd.broadcast") is reset
+    with pytest.raises(ValueError, match="is not a registered process set: call hvd.add_process_set"):
+        process_sets.check_global(process_sets.ProcessSet([0, 3]), "hvd.allreduce")  # never registered
+
+
 def test_sets_given_at_init_are_added_in_order(four_rank_job):
     added = []
     process_sets.add_at_init(None, added.append)

@@ -5,6 +5,7 @@ reference computation that replays their committed steps."""
 
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
@@ -22,9 +23,11 @@ PERSEUSRUN = str(Path(sys.executable).with_name("perseusrun"))
 BASE_ENV = {k: os.environ[k] for k in ("PATH", "HOME", "LANG") if k in os.environ}
 
 
-def start(args: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None) -> subprocess.Popen:
-    """perseusrun ARGS (the one next to this Python) in `cwd`, with a bare environment plus `env`."""
-    return subprocess.Popen([PERSEUSRUN] + list(args), cwd=str(cwd), env=dict(BASE_ENV, **(env or {})),
+def start(args: Sequence[str], cwd: Path, env: Optional[Dict[str, str]] = None,
+          prefix: Sequence[str] = ()) -> subprocess.Popen:
+    """perseusrun ARGS (the one next to this Python) in `cwd`, with a bare environment plus `env`; `prefix`: the
+    argv that runs it elsewhere (a network namespace: netns_hosts.Hosts.in_ns)."""
+    return subprocess.Popen(list(prefix) + [PERSEUSRUN] + list(args), cwd=str(cwd), env=dict(BASE_ENV, **(env or {})),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, universal_newlines=True)
 
 
@@ -77,6 +80,80 @@ def wait_for(condition: Callable[[], bool], what: str, timeout: float, job: Opti
 
 def worker_pid(out: Path, worker: str) -> int:
     return int((out / "pid.{}".format(worker.replace(":", "_"))).read_text())
+
+
+def lose_one_then_grow_back(out: Path, job: subprocess.Popen, set_hosts: Callable[[Sequence[str]], None],
+                            hosts: Sequence[str], new_host: str, timeout: float) -> Optional[AssertionError]:
+    """The kill-and-grow-back story on a job of len(hosts) workers, one slot per host, that hold after step 8
+    (ELASTIC_TEST_HOLD=8, reaching every worker): the last host's worker is SIGKILLed there and the host leaves the
+    discovery output; the rest go on from the last commit and hold again after step 8; `new_host` (HOST:1) appears,
+    its worker starts, and the hold is released: the job grows back. Returns the first failed wait (None: all
+    happened); each wait gives up after `timeout` seconds."""
+    n, victim = len(hosts), hosts[-1].rpartition(":")[0] + ":0"
+    try:
+        wait_for(lambda: progress(out) == (8, n), "{} workers holding after step 8".format(n), timeout, job)
+        os.kill(worker_pid(out, victim), signal.SIGKILL)
+        set_hosts(hosts[:-1])
+        wait_for(lambda: progress(out) == (8, n - 1), "{} workers at step 8".format(n - 1), timeout, job)
+        set_hosts(list(hosts[:-1]) + [new_host])
+        joined = new_host.rpartition(":")[0] + ":0"
+        wait_for(lambda: (out / "pid.{}".format(joined.replace(":", "_"))).exists(),
+                 "a worker started on " + joined, timeout, job)
+        (out / "go.8").write_text("")
+        wait_for(lambda: progress(out)[1] == n, "the job grown back to {} workers".format(n), timeout, job)
+    except AssertionError as error:
+        return error
+    return None
+
+
+PROCESS_SETS = Path(__file__).resolve().parents[1] / "run" / "scripts" / "elastic_process_sets.py"
+
+
+def process_sets_story(out: Path, framework: str, env: Dict[str, str]) -> None:
+    """elastic_process_sets.py (torch or tensorflow) on hosts 127.0.0.1-4: 4 workers with the sets [0, 1] (from
+    hvd.init(process_sets=...)) and [0, 3] (hvd.add_process_set); rank 3, a member of the second, is SIGKILLed holding
+    after step 5 and its host leaves. The reset ends promptly (well within GLOO_TIMEOUT_SECONDS 60), a collective
+    on either old set is refused naming the reset, and the sets registered again in a reset callback give the
+    right sums over the 3 workers; the first 4 steps gave them over 4. With torch, a DistributedOptimizer over the
+    first set averages over its members before and after the reset."""
+    hosts = ["127.0.0.{}:1".format(i) for i in range(1, 5)]
+    script, set_hosts = discovery_script(out, hosts)
+    job = start(["-np", "4", "--min-np", "3", "--max-np", "4", "--host-discovery-script", str(script),
+                 "--elastic-timeout", "60", "--reset-limit", "2", sys.executable, str(PROCESS_SETS), str(out), "8",
+                 framework], out,
+                env=dict(env, ELASTIC_TEST_HOLD="5", GLOO_TIMEOUT_SECONDS="60"))
+    failed = None
+    try:
+        wait_for(lambda: progress(out) == (5, 4), "4 workers holding after step 5", 150, job)
+        os.kill(worker_pid(out, "127.0.0.4:0"), signal.SIGKILL)
+        killed_at = time.monotonic()
+        set_hosts(hosts[:3])
+        wait_for(lambda: progress(out) == (5, 3), "3 workers at step 5", 60, job)
+        assert time.monotonic() - killed_at < 20, "the reset waited for a timeout"
+        (out / "go.5").write_text("")
+    except AssertionError as error:
+        failed = error
+    code, _, err = finish(job, 150)
+    assert failed is None, "{}\n{}".format(failed, err[-4000:])
+    assert code == 0, err[-3000:]
+    got = result(out)
+    assert [step["size"] for step in got["history"]] == [4] * 4 + [3] * 4  # steps 5 and 6 were lost and redone
+    for step in got["history"]:
+        size = step["size"]
+        expected = {"first": [0, 1], "last": [0, size - 1]}
+        for rank, row in enumerate(step["ranks"]):
+            assert row["global"] == sum(range(1, size + 1))
+            for name, ranks in expected.items():
+                if rank in ranks:
+                    assert row[name] == [ranks, float(sum(r + 1 for r in ranks))], (step, rank, name)
+                else:
+                    assert name not in row, (step, rank, name)
+            if framework == "torch":  # DistributedOptimizer(process_set=first): the members' mean, else its own
+                assert row["grad"] == (1.5 if rank in (0, 1) else rank + 1.0), (step, rank, row["grad"])
+    assert [r.partition(":")[0] for r in got["refusals"]] == ["first", "last"], got["refusals"]
+    for refusal in got["refusals"]:
+        assert "is not registered any more: it was closed by an elastic reset" in refusal, refusal
+        assert "e.g. in a reset callback (state.register_reset_callbacks)" in refusal, refusal
 
 
 def data() -> Tuple[np.ndarray, np.ndarray]:

@@ -1,5 +1,7 @@
 """hvd.elastic for TensorFlow 2 with Keras 3 (tf.keras is Keras 3 on TensorFlow 2.21) under elastic perseusrun, with
-real processes: hosts are loopback addresses 127.0.0.x, one slot each, as in tests/run/test_elastic.py."""
+real processes. Hosts are loopback addresses 127.0.0.x, one slot each, as in tests/run/test_elastic.py, or (where
+root, ip and sshd are here) network namespaces with an sshd each (tests/support/netns_hosts.py), as in
+tests/run/test_elastic_netns.py."""
 
 import os
 import signal
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 
 from support import elastic as E
+from support import netns_hosts
 
 pytestmark = pytest.mark.integration  # starts processes or binds sockets (tests/support/fast_tier.py)
 
@@ -29,18 +32,7 @@ def test_kill_one_worker_then_grow_back_tensorflow_keras3(tmp_path, tf):
     job = E.start(["-np", "4", "--min-np", "3", "--max-np", "4", "--host-discovery-script", str(script),
                    "--elastic-timeout", "90", sys.executable, str(TRAIN), str(tmp_path), "16", "0.02", "3"], tmp_path,
                   env=dict(ENV, ELASTIC_TEST_HOLD="8"))
-    failed = None
-    try:
-        E.wait_for(lambda: E.progress(tmp_path) == (8, 4), "4 workers holding after step 8", 150, job)
-        os.kill(E.worker_pid(tmp_path, "127.0.0.4:0"), signal.SIGKILL)
-        set_hosts(HOSTS[:3])
-        E.wait_for(lambda: E.progress(tmp_path) == (8, 3), "3 workers at step 8", 90, job)
-        set_hosts(HOSTS[:3] + ["127.0.0.5:1"])
-        E.wait_for(lambda: (tmp_path / "pid.127.0.0.5_0").exists(), "a worker started on 127.0.0.5", 30, job)
-        (tmp_path / "go.8").write_text("")
-        E.wait_for(lambda: E.progress(tmp_path)[1] == 4, "the job grown back to 4 workers", 90, job)
-    except AssertionError as error:
-        failed = error
+    failed = E.lose_one_then_grow_back(tmp_path, job, set_hosts, HOSTS, "127.0.0.5:1", 150)
     code, out, err = E.finish(job, 150)
     assert failed is None, "{}\n{}".format(failed, err[-4000:])
     assert code == 0, err[-3000:]
@@ -90,3 +82,52 @@ def test_keras_fit_with_the_elastic_callbacks_goes_on_after_a_lost_worker(tmp_pa
         assert sorted(samples) == list(range(48)), epoch  # each sample once per epoch, the retried one included
     diff = np.max(np.abs(np.array(result["weights"]) - E.replay(result["history"], E.result_data(result))))
     assert diff <= 1e-6, diff
+
+
+def test_process_sets_registered_before_a_reset_are_refused_then_registered_again_tensorflow(tmp_path, tf):
+    """tests/support/elastic.process_sets_story with TensorFlow 2: 4 workers, sets [0, 1] (from hvd.init) and
+    [0, 3]; rank 3 is SIGKILLed; the old sets are refused naming the reset, registered again they give the right
+    sums."""
+    E.process_sets_story(tmp_path, "tensorflow", ENV)
+
+
+NETNS_MISSING = netns_hosts.missing_requirements()
+
+
+@pytest.mark.skipif(bool(NETNS_MISSING), reason=NETNS_MISSING or "ok")
+def test_four_namespaces_kill_one_then_a_fifth_host_grows_the_job_back_tensorflow_keras3(tmp_path, tf):
+    """The first test's story across network namespaces: hosts 0-3 train (perseusrun and worker 0 in host 0's
+    namespace, the others started over ssh in their own); host 3's worker is SIGKILLed holding after step 8 and host
+    3 leaves discovery; 3 go on from the commit after step 6; host 4 appears and joins at the commit after step 9.
+    The final weights equal numpy's replay of the committed steps."""
+    work = tmp_path / "netns"
+    work.mkdir()
+    hosts = netns_hosts.start(work, 5)
+    try:
+        lines = [a + ":1" for a in hosts.addrs]
+        script, set_hosts = E.discovery_script(tmp_path, lines[:4])
+        exports = [arg for name, value in sorted(dict(ENV, ELASTIC_TEST_HOLD="8").items())
+                   for arg in ("-x", "{}={}".format(name, value))]  # the remote workers get them too
+        job = E.start(["-np", "4", "--min-np", "3", "--max-np", "4", "--host-discovery-script", str(script),
+                       "--elastic-timeout", "90", "-p", str(netns_hosts.SSH_PORT), "--ssh-config", hosts.ssh_config]
+                      + exports + [sys.executable, str(TRAIN), str(tmp_path), "16", "0.02", "3"], tmp_path,
+                      prefix=hosts.in_ns(0))
+        E.wait_for(lambda: E.progress(tmp_path) == (8, 4), "4 workers holding after step 8", 150, job)
+        for i in range(4):
+            pid = E.worker_pid(tmp_path, hosts.addrs[i] + ":0")
+            assert pid in hosts.pids_in(i), "worker {} runs in host {}'s namespace".format(i, i)
+        failed = E.lose_one_then_grow_back(tmp_path, job, set_hosts, lines[:4], lines[4], 90)
+        code, out, err = E.finish(job, 150)
+        assert failed is None, "{}\n{}".format(failed, err[-4000:])
+        assert code == 0, err[-3000:]
+        assert "worker {}:0 exited with code 137".format(hosts.addrs[3]) in err  # the remote shell's 128 + 9
+        result = E.result(tmp_path)
+        assert result["keras"].startswith("3."), result["keras"]
+        sizes = [step["size"] for step in result["history"]]
+        assert sizes == [4] * 6 + [3] * 3 + [4] * 7, sizes
+        assert "[{}:0]<stdout>:COMMIT step 12 size 4".format(hosts.addrs[4]) in out, out[-3000:]
+        diff = np.max(np.abs(np.array(result["weights"]) - E.replay(result["history"], E.result_data(result))))
+        assert diff <= 1e-6, diff
+    finally:
+        netns_hosts.stop(hosts)
+    assert not netns_hosts.left_over(hosts)

@@ -14,6 +14,7 @@ class ProcessSet:
         self.ranks = None if ranks is None else sorted(int(r) for r in ranks)  # type: Optional[List[int]]
         self.process_set_id = 0 if ranks is None else None  # type: Optional[int]
         self.handle = None  # type: Any
+        self.closed_by = None  # type: Optional[str]  # what unregistered it last (CLOSED_BY_*)
 
     def size(self) -> int:
         return _queries["size"]() if self.ranks is None else len(self.ranks)
@@ -31,6 +32,13 @@ class ProcessSet:
     def __repr__(self) -> str:
         return "ProcessSet(process_set_id={}, ranks={})".format(self.process_set_id, self.ranks)
 
+
+# what unregistered a set, as the error of a later collective on it says it ("... it was closed by <this>")
+CLOSED_BY_SHUTDOWN = "hvd.shutdown(): register it again after hvd.init(), with hvd.add_process_set(...) on every rank"
+CLOSED_BY_RESET = ("an elastic reset (the job re-formed; its ranks and size may have changed): register it again on "
+                   "every rank with hvd.add_process_set(...) after the reset, e.g. in a reset callback "
+                   "(state.register_reset_callbacks)")
+CLOSED_BY_REMOVE = "hvd.remove_process_set(...): to use it again, call hvd.add_process_set(...) on every rank"
 
 global_process_set = ProcessSet()
 _queries = {}  # type: Dict[str, Callable[[], int]]
@@ -63,30 +71,31 @@ def reserve(ranks: List[int]) -> int:
 
 def register(process_set: ProcessSet, set_id: int, handle: Any) -> ProcessSet:
     with _lock:
-        process_set.process_set_id, process_set.handle = set_id, handle
+        process_set.process_set_id, process_set.handle, process_set.closed_by = set_id, handle, None
         _registered[set_id] = process_set
     return process_set
 
 
-def unregister(process_set: Any) -> Optional[ProcessSet]:
+def unregister(process_set: Any, closed_by: str = CLOSED_BY_REMOVE) -> Optional[ProcessSet]:
     """Forgets a registered set (returns it), or None when it was not registered."""
     with _lock:
         set_id = getattr(process_set, "process_set_id", None)
         if set_id is None or set_id == 0 or _registered.get(set_id) is not process_set:
             return None
         del _registered[set_id]
-    process_set.process_set_id = None
+    process_set.process_set_id, process_set.closed_by = None, closed_by
     return process_set
 
 
-def unregister_all() -> List[ProcessSet]:
-    """At shutdown: every registered set, forgotten; ids start again at 1."""
+def unregister_all(closed_by: str = CLOSED_BY_SHUTDOWN) -> List[ProcessSet]:
+    """At shutdown (or an elastic reset: closed_by CLOSED_BY_RESET): every registered set, forgotten; ids start
+    again at 1."""
     with _lock:
         found = list(_registered.values())
         _registered.clear()
         _next_id[0] = 1
     for process_set in found:
-        process_set.process_set_id = None
+        process_set.process_set_id, process_set.closed_by = None, closed_by
     return found
 
 
@@ -107,14 +116,27 @@ def registered_with(handle: Any) -> Optional[ProcessSet]:
     return None
 
 
+def is_registered(process_set: Any) -> bool:
+    return isinstance(process_set, ProcessSet) and process_set.process_set_id is not None and \
+        lookup(process_set.process_set_id) is process_set
+
+
+def not_registered(process_set: Any, api: str) -> ValueError:
+    """The error of a collective on a set that is not registered: what closed it, when it was registered once."""
+    closed_by = getattr(process_set, "closed_by", None) if isinstance(process_set, ProcessSet) else None
+    if closed_by:
+        return ValueError("{}: {!r} is not registered any more: it was closed by {}".format(
+            api, process_set, closed_by))
+    return ValueError("{}: {!r} is not a registered process set: call hvd.add_process_set(...) on every rank first "
+                      "(or hvd.init(process_sets=[...]))".format(api, process_set))
+
+
 def member_set(process_set: Any, api: str) -> Optional[ProcessSet]:
     """None for the global set; the registered set this rank is a member of; else ValueError naming the fix."""
     if is_global(process_set):
         return None
-    if not isinstance(process_set, ProcessSet) or process_set.process_set_id is None or \
-            _registered.get(process_set.process_set_id) is not process_set:
-        raise ValueError("{}: {!r} is not a registered process set: call hvd.add_process_set(...) on every rank "
-                         "first (or hvd.init(process_sets=[...]))".format(api, process_set))
+    if not is_registered(process_set):
+        raise not_registered(process_set, api)
     if not process_set.included():
         raise ValueError("{}: rank {} is not in {!r}: only its members call collectives on it".format(
             api, _queries["rank"](), process_set))
@@ -160,9 +182,10 @@ def remove(process_set: Any, close_handle: Callable[[Any], None]) -> bool:
     return True
 
 
-def remove_all(close_handle: Callable[[Any], None]) -> None:
-    """hvd.shutdown(): every registered set forgotten and its handle closed, before the job's engine."""
-    for process_set in unregister_all():
+def remove_all(close_handle: Callable[[Any], None], closed_by: str = CLOSED_BY_SHUTDOWN) -> None:
+    """hvd.shutdown() (or an elastic reset: closed_by CLOSED_BY_RESET): every registered set forgotten and its
+    handle closed, before the job's engine."""
+    for process_set in unregister_all(closed_by):
         _close(process_set, close_handle)
 
 

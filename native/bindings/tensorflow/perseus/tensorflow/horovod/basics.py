@@ -4,6 +4,7 @@ from typing import Any, Dict, Tuple
 
 from perseus.engine import EngineError
 from perseus.horovod_kit import elastic_worker
+from perseus.horovod_kit import process_sets as _kit_sets
 
 from .. import _engine
 from . import _job, collectives, variables
@@ -49,9 +50,10 @@ def shutdown() -> None:
 
 def shutdown_local() -> None:
     """Leaves a job whose ranks may be gone (an elastic reset): closes this rank's engines without waiting for
-    the others; a peer already lost makes the close fail, which is expected here."""
+    the others; a peer already lost makes the close fail, which is expected here. The process sets registered so
+    far are closed: a collective on one is refused, naming the reset, until it is registered again."""
     try:
-        sets.close_all()
+        sets.close_all(_kit_sets.CLOSED_BY_RESET)
     except EngineError:
         pass
     with _state.lock:

@@ -92,9 +92,10 @@ def register_at_init(process_sets: Any) -> None:
         add_process_set(ps)
 
 
-def close_all() -> None:
-    """hvd.shutdown(): every registered set is forgotten by the ops and its engine closed, before the job's."""
-    for ps in _kit.unregister_all():
+def close_all(closed_by: str = _kit.CLOSED_BY_SHUTDOWN) -> None:
+    """hvd.shutdown() (or an elastic reset: closed_by CLOSED_BY_RESET): every registered set is forgotten by the
+    ops and its engine closed, before the job's; a later collective on one is refused, naming what closed it."""
+    for ps in _kit.unregister_all(closed_by):
         _close(ps)
 
 
@@ -146,10 +147,8 @@ def group_of(process_set: Any, api: str) -> Group:
     registered set this rank is not a member of: tf.errors.InvalidArgumentError, as Horovod's ops raise."""
     if _kit.is_global(process_set):
         return _JOB
-    if not isinstance(process_set, ProcessSet) or process_set.process_set_id is None or \
-            _kit.lookup(process_set.process_set_id) is not process_set:
-        raise ValueError("{}: {!r} is not a registered process set: call hvd.add_process_set(...) on every rank "
-                         "first (or hvd.init(process_sets=[...]))".format(api, process_set))
+    if not _kit.is_registered(process_set):
+        raise _kit.not_registered(process_set, api)
     if not process_set.included():
         import tensorflow as tf
 
@@ -164,10 +163,8 @@ def check_registered(process_set: Any, api: str) -> None:
     member: a non-member keeps its own gradients, as in Horovod); ValueError else."""
     if _kit.is_global(process_set):
         return
-    if not isinstance(process_set, ProcessSet) or process_set.process_set_id is None or \
-            _kit.lookup(process_set.process_set_id) is not process_set:
-        raise ValueError("{}: {!r} is not a registered process set: call hvd.add_process_set(...) on every rank "
-                         "first (or hvd.init(process_sets=[...]))".format(api, process_set))
+    if not _kit.is_registered(process_set):
+        raise _kit.not_registered(process_set, api)
 
 
 def group_by_id(set_id: int) -> Group:

@@ -123,12 +123,12 @@ def _shutdown_at_exit() -> None:
     _shutdown(agree_ports=False)  # the process ends: no next hvd.init()
 
 
-def _shutdown(agree_ports: bool) -> None:
+def _shutdown(agree_ports: bool, sets_closed_by: str = _process_sets.CLOSED_BY_SHUTDOWN) -> None:
     with _state.lock:
         for callback in list(_state.shutdown_callbacks):
             callback()
         _state.shutdown_callbacks.clear()
-        sets.close_all()
+        sets.close_all(sets_closed_by)
         if agree_ports and _comm.current() is not None:
             ports = _comm.agree_next_ports(2)
             _state.next_torch_port = ports[1] if ports and _state.owns_default_group else None
@@ -141,8 +141,9 @@ def _shutdown(agree_ports: bool) -> None:
 
 def shutdown_local() -> None:
     """Leave a job whose ranks may be gone (an elastic reset): close this rank's engines without agreeing anything
-    with the others."""
-    _shutdown(agree_ports=False)
+    with the others. The process sets registered so far are closed: a collective on one is refused, naming the
+    reset, until it is registered again."""
+    _shutdown(agree_ports=False, sets_closed_by=_process_sets.CLOSED_BY_RESET)
 
 
 def on_shutdown(callback: Any) -> None:

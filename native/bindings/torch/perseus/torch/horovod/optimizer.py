@@ -88,6 +88,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._perseus_local = set_world is False
         world = _comm.world(cfg, renew=True) if set_world is None or set_world is False else set_world
         self._perseus_world = None if set_world is None or set_world is False else set_world
+        self._perseus_process_set = process_set
+        self._perseus_unbound = False  # after an elastic reset, until the set is looked up again (_perseus_rebind)
         _unhonoured.report(cfg)
         if op not in (C.Average, C.Sum, C.Adasum):
             raise ValueError("DistributedOptimizer(op=...) takes hvd.Average, hvd.Sum or hvd.Adasum")
@@ -136,8 +138,10 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         return accumulator  # keeps the accumulator (and its hook) alive
 
     def _perseus_grad_ready(self, index: int, param: torch.Tensor) -> None:
-        if self._perseus_op == C.Adasum:
-            return  # Adasum reduces per parameter in synchronize()
+        if self._perseus_unbound:
+            self._perseus_bind_set()
+        if self._perseus_op == C.Adasum or self._perseus_local:
+            return  # Adasum reduces per parameter in synchronize(); a rank outside the set keeps its gradients
         self._perseus_passes[index] += 1
         if self._perseus_passes[index] > self.backward_passes_per_step:
             raise AssertionError(
@@ -171,6 +175,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def synchronize(self) -> None:
         """Wait until every gradient is averaged over all ranks (missing ones count as zeros)."""
+        if self._perseus_unbound:
+            self._perseus_bind_set()
         if self._perseus_synchronized:
             return
         if self._perseus_local:
@@ -259,9 +265,28 @@ class _DistributedOptimizer(torch.optim.Optimizer):
 
     def _perseus_rebind(self) -> None:
         """After an elastic reset (hvd.elastic.run): reduce over the job's new engine, under the same label (a new
-        worker's optimizer, made after its hvd.init(), has it too), and drop a step the lost rank interrupted."""
+        worker's optimizer, made after its hvd.init(), has it too), and drop a step the lost rank interrupted. An
+        optimizer over a process set binds at its next use instead (_perseus_bind_set): the reset closed the set,
+        and the state's reset callbacks, which run after this, may register it again."""
+        if not is_global(self._perseus_process_set):
+            self._perseus_unbound = True
+            return
+        self._perseus_bind(_comm.world(perseus_config.get()))
+
+    def _perseus_bind_set(self) -> None:
+        """The first use of an optimizer over a process set after an elastic reset: the set as registered now (the
+        same ProcessSet registered again, with hvd.add_process_set on every rank), or the ValueError that names the
+        reset while it is not. A rank outside the set now keeps its own gradients."""
+        set_world = _set_world(self._perseus_process_set)
+        self._perseus_local = set_world is False
+        self._perseus_world = None if set_world is False else set_world
+        self._perseus_unbound = False
+        if not self._perseus_local and not self._perseus_hooks:  # outside the set before the reset, a member now
+            self._perseus_hooks = [self._perseus_hook_param(i, p) for i, (_, p) in enumerate(self._perseus_named)]
+        self._perseus_bind(_comm.world(perseus_config.get()) if self._perseus_local else set_world)
+
+    def _perseus_bind(self, world: Any) -> None:
         cfg = perseus_config.get()
-        world = _comm.world(cfg)
         self._perseus_engine = _gradients.GradientReducer(
             world, self._perseus_label, [n for n, _ in self._perseus_named], cfg, average=self._perseus_op != C.Sum,
             force_fp16=_force_fp16(self._perseus_compression), predivide=self._perseus_predivide)
@@ -270,6 +295,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._perseus_next_step()
 
     def zero_grad(self, set_to_none: bool = True) -> None:
+        if self._perseus_unbound:
+            self._perseus_bind_set()
         if self._perseus_engine.busy and not self._perseus_synchronized:
             raise AssertionError("optimizer.zero_grad() was called after loss.backward() but before optimizer.step() "
                                  "or optimizer.synchronize(); this is prohibited as it can cause a race condition")

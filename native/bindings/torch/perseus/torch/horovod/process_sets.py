@@ -47,9 +47,10 @@ def register_at_init(process_sets: Any) -> None:
     _kit.add_at_init(process_sets, add_process_set)
 
 
-def close_all() -> None:
-    """hvd.shutdown(): every registered set's engine is closed before the job's."""
-    _kit.remove_all(_close_world)
+def close_all(closed_by: str = _kit.CLOSED_BY_SHUTDOWN) -> None:
+    """hvd.shutdown() (or an elastic reset: closed_by CLOSED_BY_RESET): every registered set's engine is closed
+    before the job's; a later collective on one of the sets is refused, naming what closed it."""
+    _kit.remove_all(_close_world, closed_by)
 
 
 def scope(process_set: Any, api: str) -> _comm.using:
