@@ -248,3 +248,21 @@ def test_the_self_test_skeleton_checks_the_manifest_and_fails_with_exit_1(capsys
             check.check_manifest(*args)
         assert stopped.value.code == 1
         assert capsys.readouterr().err.startswith("perseus.mxnet self-test failed: " + message)
+
+
+def test_a_set_that_fails_to_close_does_not_keep_the_others_open(four_rank_job):
+    def open_handle(ranks, set_id):
+        return "engine-{}".format(set_id)
+
+    closed = []
+
+    def close_handle(handle):
+        closed.append(handle)
+        if handle == "engine-1":
+            raise RuntimeError("engine-1 lost a peer while closing")
+
+    first, second = process_sets.add([0, 1], 4, open_handle), process_sets.add([1, 2], 4, open_handle)
+    with pytest.raises(RuntimeError, match="engine-1 lost a peer"):
+        process_sets.remove_all(close_handle)
+    assert sorted(closed) == ["engine-1", "engine-2"]  # the second set is closed although the first failed
+    assert first.handle is None and second.handle is None and second.process_set_id is None

@@ -184,9 +184,16 @@ def remove(process_set: Any, close_handle: Callable[[Any], None]) -> bool:
 
 def remove_all(close_handle: Callable[[Any], None], closed_by: str = CLOSED_BY_SHUTDOWN) -> None:
     """hvd.shutdown() (or an elastic reset: closed_by CLOSED_BY_RESET): every registered set forgotten and its
-    handle closed, before the job's engine."""
+    handle closed, before the job's engine. A handle that fails to close does not keep the others open: each is
+    closed, then the first failure is raised."""
+    failure = None  # type: Optional[BaseException]
     for process_set in unregister_all(closed_by):
-        _close(process_set, close_handle)
+        try:
+            _close(process_set, close_handle)
+        except Exception as error:  # noqa: BLE001  # raised below, once every set is closed
+            failure = failure or error
+    if failure is not None:
+        raise failure
 
 
 def add_at_init(process_sets: Any, add_one: Callable[[Any], ProcessSet]) -> None:

@@ -73,12 +73,16 @@ def remove_process_set(process_set: Any) -> bool:
     return True
 
 
-def _close(ps: ProcessSet) -> None:
+def _close_handle(held: Any) -> None:
     """The ops forget the set first (a later op on it fails with a message), then its engine is closed."""
+    _hand_over(held.set_id, None)
+    held.engine.close()
+
+
+def _close(ps: ProcessSet) -> None:
     held, ps.handle = ps.handle, None
     if held is not None:
-        _hand_over(held.set_id, None)
-        held.engine.close()
+        _close_handle(held)
 
 
 def register_at_init(process_sets: Any) -> None:
@@ -95,8 +99,7 @@ def register_at_init(process_sets: Any) -> None:
 def close_all(closed_by: str = _kit.CLOSED_BY_SHUTDOWN) -> None:
     """hvd.shutdown() (or an elastic reset: closed_by CLOSED_BY_RESET): every registered set is forgotten by the
     ops and its engine closed, before the job's; a later collective on one is refused, naming what closed it."""
-    for ps in _kit.unregister_all(closed_by):
-        _close(ps)
+    _kit.remove_all(_close_handle, closed_by)
 
 
 class Group:
