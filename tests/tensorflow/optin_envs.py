@@ -19,6 +19,10 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD = REPO_ROOT / "build"
 TOOL_BIN = Path(sys.executable).parent
 TF214_CELL = "tensorflow-2.14.1/cpu/py-any/x86_64"
+TF214_CUDA_CELL = "tensorflow-2.14.1/cuda11.8/py-any/x86_64"
+# where a CUDA cell's wheels are built by hand (docs/tensorflow-mxnet.md): CXX=g++-11 aiacc-build build --cells
+# tensorflow-2.14.1/cuda11.8/py-any/x86_64 --dist build/cuda-dist
+CUDA_DIST = BUILD / "cuda-dist"
 
 
 def pyenv_python(minor: str) -> str:
@@ -100,3 +104,28 @@ def tf115_python() -> Path:
     run([python, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall",
          one_wheel(str(dist / "perseus_tensorflow-*.whl"))], env=pip_env())
     return python
+
+
+def tf214_cuda_wheels():
+    """(binding, perseus_common) wheels of a built tensorflow-2.14.1/cuda11.8 cell under build/cuda-dist, or None."""
+    bindings = sorted(glob.glob(str(CUDA_DIST / "*" / "cuda118" / "perseus_tensorflow-*+2.14.1-*.whl")))
+    commons = sorted(glob.glob(str(CUDA_DIST / "*" / "perseus_common-*.whl")))
+    if not bindings or not commons:
+        return None
+    return Path(bindings[-1]), Path(commons[-1])
+
+
+def tf214_cuda_python(binding: Path, common: Path) -> Path:
+    """The Python of a venv with TensorFlow's CUDA build 2.14.1 (`tensorflow`, not -cpu; it imports without a
+    driver) and the CUDA cell's wheels; uv with the build tool's cache, which the cell's own test filled."""
+    work = BUILD / "tf214-cuda"
+    venv = work / "venv-py311"
+    stamp = "%s %s %s\n" % (binding.name, binding.stat().st_mtime, common.stat().st_mtime)
+    if not _fresh_venv(pyenv_python("3.11"), venv, work / "venv-py311.ok", stamp):
+        uv = [TOOL_BIN / "uv", "pip", "install", "--python", venv / "bin" / "python"]
+        env = {**pip_env(), "UV_CACHE_DIR": str(REPO_ROOT / ".cache" / "aiacc-build" / "uv")}
+        run(uv + ["tensorflow==2.14.1", "numpy<2", str(common)], env=env)
+        run(uv + ["--no-deps", "--reinstall", str(binding)], env=env)
+        (work / "venv-py311.ok").write_text(stamp)
+    return venv / "bin" / "python"
+

@@ -13,8 +13,9 @@ CudaRuntime& CudaRuntime::get() {
 }
 
 CudaRuntime::CudaRuntime() {
+  // CUDA 12 and 13, and 11 (TensorFlow 2.14's CUDA 11.8 build loads libcudart.so.11.0: its copy is used)
   lib_ = load_nvidia_library(PERSEUS_ENV_CUDART_LIBRARY, {"cuda_runtime", "cu13"},
-                             {"libcudart.so.12", "libcudart.so.13"});
+                             {"libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"});
   if (lib_.handle == nullptr) {
     std::string tried;
     for (const auto& t : lib_.tried) tried += (tried.empty() ? "" : "; ") + t;

@@ -2,6 +2,7 @@
 // scale and the non-finite count in one pass (perseus_compress), and its inverse.
 #include <string>
 
+#include "core_op.h"
 #include "engine_bridge.h"
 #include "perseus/core.h"
 #include "tensorflow/core/framework/common_shape_fns.h"
@@ -44,18 +45,15 @@ class BuildInfoOp : public OpKernel {
   }
 };
 REGISTER_KERNEL_BUILDER(Name("PerseusBuildInfo").Device(::tensorflow::DEVICE_CPU), BuildInfoOp);
-
-perseus_half_dtype half_of(DataType type) {
-  return type == ::tensorflow::DT_BFLOAT16 ? PERSEUS_BFLOAT16 : PERSEUS_FLOAT16;
-}
-
-::tensorflow::Status core_status(perseus_status status, const char* op) {
-  if (status == PERSEUS_OK) return ok_status();
-  const std::string message = std::string("perseus.") + op + ": " + perseus_last_error();
-  if (status == PERSEUS_ERR_INVALID_ARGUMENT) return errors::InvalidArgument(message);
-  if (status == PERSEUS_ERR_UNSUPPORTED) return errors::Unimplemented(message);
-  return errors::Internal(message);
-}
+#if PERSEUS_TF_GPU
+// on a GPU too (a graph placed there whole), with its strings in host memory as TensorFlow keeps every string
+REGISTER_KERNEL_BUILDER(Name("PerseusBuildInfo")
+                            .Device(::tensorflow::DEVICE_GPU)
+                            .HostMemory("manifest")
+                            .HostMemory("core_version")
+                            .HostMemory("dispatch"),
+                        BuildInfoOp);
+#endif
 
 REGISTER_OP("PerseusCompress")
     .Input("src: float")

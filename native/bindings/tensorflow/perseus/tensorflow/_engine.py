@@ -18,6 +18,12 @@ def _library_handle() -> ctypes.CDLL:
     return lib
 
 
+def library() -> ctypes.CDLL:
+    """The op library as perseus.engine's library (after the manifest check): perseus.engine's calls, the device
+    report included, go to the engine inside it."""
+    return _library_handle()
+
+
 def _hand_over(engine: Engine) -> Engine:
     _library_handle().perseus_tf_set_engine(engine._ptr())
     return engine

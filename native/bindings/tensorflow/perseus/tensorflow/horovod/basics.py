@@ -5,6 +5,7 @@ from typing import Any, Dict, Tuple
 from perseus.engine import EngineError
 from perseus.horovod_kit import elastic_worker
 from perseus.horovod_kit import process_sets as _kit_sets
+from perseus.horovod_kit.capabilities import Capabilities
 
 from .. import _engine
 from . import _job, collectives, variables
@@ -116,10 +117,19 @@ def gloo_built() -> bool:
     return True
 
 
+def _device_report() -> Any:
+    _engine.library()
+    from perseus.engine import _device
+    return _device.device_report()
+
+
+_capabilities = Capabilities(_device_report, is_initialized)
+
+
 def nccl_built() -> int:
-    """0: the TensorFlow binding reduces host tensors through Gloo (Horovod returns NCCL's version code when built
-    with NCCL, 0 otherwise)."""
-    return 0
+    """NCCL's version code when this wheel's engine has device buffers (a CUDA cell: the DEVICE_GPU collectives) and
+    found NCCL, else 0 (a CPU wheel reduces host tensors through Gloo), as Horovod answers for its build."""
+    return _capabilities.nccl_built()
 
 
 def ddl_built() -> bool:
@@ -131,8 +141,9 @@ def ccl_built() -> bool:
 
 
 def cuda_built() -> bool:
-    """False: the TensorFlow binding's ops are CPU kernels."""
-    return False
+    """True for a CUDA cell's wheel (its ops have DEVICE_GPU kernels and its engine device buffers), False for a
+    CPU wheel (host kernels only)."""
+    return _capabilities.cuda_built()
 
 
 def rocm_built() -> bool:
