@@ -38,22 +38,15 @@ from aiacc_build.checks.conda_channel import max_prefix_length, write_channel  #
 from aiacc_build.checks.conda_env import parse_env_file  # noqa: E402
 from aiacc_build.checks.conda_pip import install_pip_section  # noqa: E402
 from aiacc_build.index.serve import MirrorServer  # noqa: E402
-from aiacc_build.wheels.toolchain import find_interpreter  # noqa: E402
+from support.pyenv import pyenv_prefix  # noqa: E402
 
 # the default cells' files and the Python each names
 FILES = {"torch_2.13.0_cpu_py311.yaml": "3.11", "tensorflow_2.21.0_cpu_py311.yaml": "3.11", "mxnet_1.9.1_cpu_py39.yaml": "3.9"}
 
 
-def _pyenv_prefix(python: str) -> Path:
-    found = find_interpreter(python)
-    if found is None:
-        pytest.fail(f"no pyenv Python {python} here to repackage as conda's python (dev/lib.sh find_python)")
-    return Path(found.executable).parent.parent
-
-
 @pytest.fixture(scope="module")
 def pythons() -> list[Path]:
-    return [_pyenv_prefix(p) for p in sorted(set(FILES.values()))]
+    return [pyenv_prefix(p) for p in sorted(set(FILES.values()))]
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,8 @@
 """A local stand-in `conda-forge` channel whose packages install for real: `python` is one of this
 machine's pyenv interpreters repackaged as a conda package, `pip` is a noarch package made from the
 newest pip wheel those interpreters bundle (ensurepip). Nothing else: the rendered files' conda part is
-`python=3.X` and `pip`.
+`python=3.X` and `pip`. Other packages (metadata-only stubs: checks/conda_stubs.py) join a channel
+through `write_channel(extra=...)`.
 
 A conda `python` package is the interpreter's prefix as files plus info/index.json and
 info/paths.json. pyenv's interpreters hard-code their own prefix (the executable's RUNPATH, the build
@@ -31,7 +32,8 @@ SUBDIR = "linux-64"
 # not part of a minimal interpreter: the test suite, GUI toolkits, caches, and whatever pyenv's
 # pip put into site-packages (conda's pip is its own package)
 _SKIPPED_DIRS = {"test", "idlelib", "tkinter", "turtledemo", "__pycache__", "site-packages"}
-_LIBPYTHON = re.compile(r"lib/libpython3\.\d+\.so\.[\d.]+")
+# libpython3.11.so.1.0; before 3.8 the ABI flag is part of the name: libpython3.6m.so.1.0
+_LIBPYTHON = re.compile(r"lib/libpython3\.\d+m?\.so(\.[\d.]+)?")
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,6 @@ class StandinPackage:
     filename: str
     subdir: str
     record: dict  # its repodata.json entry
-
-
 
 
 def _python_files(root: Path, minor: str) -> list[Path]:
@@ -85,8 +85,10 @@ def _tar_bz2(out: Path, members: list[tuple[str, Path | bytes]]) -> None:
                 tar.add(str(source), arcname=name, recursive=False)
 
 
-def _write(out_dir: Path, subdir: str, filename: str, index: dict, paths: list[dict],
-           files: list[tuple[str, Path | bytes]], extra_info: dict[str, bytes] | None = None) -> StandinPackage:
+def write_package(out_dir: Path, subdir: str, filename: str, index: dict, paths: list[dict],
+                  files: list[tuple[str, Path | bytes]], extra_info: dict[str, bytes] | None = None) -> StandinPackage:
+    """A .tar.bz2 conda package under out_dir/subdir: info/index.json (`index`), info/paths.json
+    (`paths`), `extra_info` and `files`; returns it with its repodata entry (index + digests, size)."""
     info = {"info/index.json": json.dumps(index, indent=2).encode(),
             "info/paths.json": json.dumps({"paths": paths, "paths_version": 1}, indent=2).encode(), **(extra_info or {})}
     target = out_dir / subdir / filename
@@ -111,7 +113,7 @@ def python_package(root: Path, out_dir: Path) -> StandinPackage:
         files.append((rel, path))
     index = dict(name="python", version=version, build="standin_0", build_number=0, depends=[],
                  subdir=SUBDIR, arch="x86_64", platform="linux", license="PSF-2.0", timestamp=0)
-    return _write(out_dir, SUBDIR, f"python-{version}-standin_0.tar.bz2", index, paths, files)
+    return write_package(out_dir, SUBDIR, f"python-{version}-standin_0.tar.bz2", index, paths, files)
 
 
 def pip_package(wheel: Path, out_dir: Path) -> StandinPackage:
@@ -119,7 +121,12 @@ def pip_package(wheel: Path, out_dir: Path) -> StandinPackage:
     entry point (info/link.json) the installer writes for the environment's Python."""
     version = wheel.name.split("-")[1]
     paths, files = [], []
+    requires_python = ">=3.7"
     with zipfile.ZipFile(wheel) as archive:
+        metadata = archive.read(f"pip-{version}.dist-info/METADATA").decode()
+        found = re.search(r"^Requires-Python:\s*(\S+)\s*$", metadata, re.M)
+        if found:
+            requires_python = found.group(1)  # conda's version specs read PEP 440's `>=3.7` and `!=3.0.*` alike
         for name in sorted(archive.namelist()):
             if name.endswith("/"):
                 continue
@@ -129,9 +136,9 @@ def pip_package(wheel: Path, out_dir: Path) -> StandinPackage:
             files.append((rel, data))
     link = {"noarch": {"type": "python", "entry_points": ["pip = pip._internal.cli.main:main"]},
             "package_metadata_version": 1}
-    index = dict(name="pip", version=version, build="pyh_standin_0", build_number=0, depends=["python >=3.7"],
+    index = dict(name="pip", version=version, build="pyh_standin_0", build_number=0, depends=[f"python {requires_python}"],
                  subdir="noarch", noarch="python", license="MIT", timestamp=0)
-    return _write(out_dir, "noarch", f"pip-{version}-pyh_standin_0.tar.bz2", index, paths, files,
+    return write_package(out_dir, "noarch", f"pip-{version}-pyh_standin_0.tar.bz2", index, paths, files,
                   {"info/link.json": json.dumps(link).encode()})
 
 
@@ -147,18 +154,27 @@ def _wheel_version(wheel: Path) -> tuple[int, ...]:
     return tuple(int(part) for part in wheel.name.split("-")[1].split(".") if part.isdigit())
 
 
-def write_channel(pythons: list[Path], root: Path, name: str = "conda-forge") -> tuple[str, list[StandinPackage]]:
-    """A channel `name` under `root` with a `python` per pyenv prefix in `pythons` and the newest of
-    their bundled pips; returns the channel alias (file://) and the packages."""
+def write_channel(pythons: list[Path], root: Path, name: str = "conda-forge",
+                  extra: tuple[StandinPackage, ...] = ()) -> tuple[str, list[StandinPackage]]:
+    """A channel `name` under `root` with a `python` per pyenv prefix in `pythons`, each pip those
+    interpreters bundle (its Requires-Python its `depends`: an old Python gets the pip it runs) and the
+    `extra` packages already written under root/name; returns the channel alias (file://) and the packages."""
     channel = root / name
     packages = [python_package(p, channel) for p in pythons]
-    packages.append(pip_package(max((bundled_pip_wheel(p) for p in pythons), key=_wheel_version), channel))
+    wheels = {w.name: w for w in sorted((bundled_pip_wheel(p) for p in pythons), key=_wheel_version)}
+    packages.extend(pip_package(w, channel) for w in wheels.values())
+    packages.extend(extra)
+    write_repodata(channel, packages)
+    return f"file://{root}/", packages
+
+
+def write_repodata(channel: Path, packages: list[StandinPackage]) -> None:
+    """channel/<subdir>/repodata.json for linux-64 and noarch (both exist, perhaps empty: conda asks for both)."""
     for subdir in (SUBDIR, "noarch"):
         entries = {p.filename: p.record for p in packages if p.subdir == subdir}
         (channel / subdir).mkdir(parents=True, exist_ok=True)
         (channel / subdir / "repodata.json").write_text(
             json.dumps({"info": {"subdir": subdir}, "packages": entries, "repodata_version": 1}))
-    return f"file://{root}/", packages
 
 
 def max_prefix_length(pythons: list[Path]) -> int:
