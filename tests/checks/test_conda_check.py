@@ -50,4 +50,5 @@ def test_missing_and_left_over_files(dist_copy, releases, table):
         ("missing-file", "torch_2.13.0_cpu_py311.yaml"),
         ("unexpected-file", "torch_2.11.0_cpu_py311.yaml"),
         ("env-name", "name"),
+        ("use-line", "CONDA_DEFAULT_CHANNELS=conda-forge conda env create -f torch_2.13.0_cpu_py311.yaml"),  # names the old name
     }

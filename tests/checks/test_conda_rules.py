@@ -16,8 +16,11 @@ from .conftest import release
 PATH = "1.5.0/conda/latest/x.yaml"
 
 
-def env_text(channels, specs, pip=("https://example.invalid/perseus_common-1.5.0-py3-none-any.whl",), name="x") -> str:
-    return yaml.safe_dump({"name": name, "channels": list(channels), "dependencies": [*specs, {"pip": list(pip)}]})
+USE = "# Use: CONDA_DEFAULT_CHANNELS=conda-forge conda env create -f x.yaml\n"  # the rendered header's command
+
+
+def env_text(channels, specs, pip=("https://example.invalid/perseus_common-1.5.0-py3-none-any.whl",), name="x", header=USE) -> str:
+    return header + yaml.safe_dump({"name": name, "channels": list(channels), "dependencies": [*specs, {"pip": list(pip)}]})
 
 
 def findings(text: str, table, expected=None):
@@ -118,6 +121,23 @@ def test_nodefaults_is_refused_as_conda_26_7_refuses_it(table):
     (finding,) = findings(env_text(["conda-forge", "nodefaults"], ["python=3.6", "pip"]), table)
     assert finding.rule == "nodefaults-refused" and "CONDA_DEFAULT_CHANNELS=conda-forge" in finding.message
     assert findings(env_text(["conda-forge"], ["python=3.6", "pip"]), table) == []
+
+
+def test_the_header_command_names_the_local_file_as_real_conda_26_7_1_needs(releases, table):
+    """conda 26.7.1 crashed on `conda env create -f http://.../FILE` for a file with a pip section (get_pip_workdir
+    gets args.file, a list, when the URL gives no workdir); 26.5.3 ran it (bench/RESULTS.md)."""
+    specs = ["python=3.6", "pip"]
+    url = "# Use: CONDA_DEFAULT_CHANNELS=conda-forge conda env create -f https://example.invalid/conda/latest/x.yaml\n"
+    (finding,) = findings(env_text(["conda-forge"], specs, header=url), table)
+    assert finding.rule == "use-line" and "26.7.1" in finding.message and "download the file first" in finding.message
+    (finding,) = findings(env_text(["conda-forge"], specs, header="# Use: conda env create -f x.yaml\n"), table)
+    assert finding.rule == "use-line" and "CONDA_DEFAULT_CHANNELS=conda-forge conda env create -f x.yaml" in finding.message
+    assert findings(env_text(["conda-forge"], specs), table) == []
+    # a file of the release's cells must carry the line at all
+    want = expected_files(release(releases, "1.5.0").cells)["torch_1.7.1_cuda11.0_py38.yaml"]
+    right = env_text(["pytorch", "conda-forge"], ["python=3.8", "pip", "pytorch=1.7.1", "cudatoolkit=11.0"],
+                     pip=[naming.common_wheel_url(want.cell.release), naming.wheel_url(want.cell)], header="# no command\n")
+    assert [(f.rule, f.subject) for f in findings(right, table, want)] == [("use-line", "header")]
 
 
 def test_every_pin_the_adapter_declares_reaches_the_file(releases, table):

@@ -16,6 +16,17 @@ class EnvFile:
     channels: tuple[str, ...]
     specs: tuple[str, ...]  # conda match specs, as written
     pip: tuple[str, ...]  # lines of the pip section, as written
+    use: str | None = None  # the command of the header's `# Use:` line, when the file has one
+
+
+def use_line(text: str) -> str | None:
+    """The command after `# Use:` in the file's leading comment block."""
+    for line in text.splitlines():
+        if not line.startswith("#"):
+            return None
+        if line.startswith("# Use:"):
+            return line.removeprefix("# Use:").strip()
+    return None
 
 
 def parse_env_file(path: str, text: str) -> tuple[EnvFile | None, list[Finding]]:
@@ -47,4 +58,4 @@ def parse_env_file(path: str, text: str) -> tuple[EnvFile | None, list[Finding]]
     pip_lines = pip_sections[0]["pip"]
     if not all(isinstance(line, str) for line in pip_lines):
         return bad("every line of the pip section must be a string")
-    return EnvFile(path, name, tuple(channels), tuple(specs), tuple(pip_lines)), []
+    return EnvFile(path, name, tuple(channels), tuple(specs), tuple(pip_lines), use_line(text)), []

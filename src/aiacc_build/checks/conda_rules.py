@@ -22,6 +22,7 @@ from ..conda_table import CondaTable, Package, pin
 from .findings import Finding
 
 NODEFAULTS = "nodefaults"
+USE_COMMAND = "CONDA_DEFAULT_CHANNELS=conda-forge conda env create -f {filename}"
 PIP_OPTIONS = ("--extra-index-url", "--index-url", "--find-links", "-f", "--trusted-host")
 
 
@@ -76,6 +77,7 @@ class EnvChecker:
         for adapter in all_adapters():
             adapter.check_conda(self)
         self._pip_lines()
+        self._use_line()
         if self.expected is not None:
             self._matches_cells()
         return self.findings
@@ -220,6 +222,23 @@ class EnvChecker:
                 Requirement(line)
             except InvalidRequirement as exc:
                 self.fail("pip-line", line, f"not a pip requirement: {exc}")
+
+    def _use_line(self) -> None:
+        """The header's `# Use:` command: the one both conda versions run (bench/RESULTS.md, real conda 26.5.3 and
+        26.7.1). A rendered file (one with cells) must have it."""
+        filename = self.env.path.rsplit("/", 1)[-1]
+        use = self.env.use
+        if use is None:
+            if self.expected is not None:
+                self.fail("use-line", "header", f"no `# Use:` line: the header must say `{USE_COMMAND.format(filename=filename)}`")
+            return
+        if "://" in use:
+            self.fail("use-line", use, "the command reads the file from a URL: conda 26.7.1 fails `conda env create -f URL` "
+                      "for any file with a pip section (AttributeError in conda/env/pip_util.py get_pip_workdir, after the conda "
+                      f"packages are linked); download the file first and run `{USE_COMMAND.format(filename=filename)}`")
+        elif use != USE_COMMAND.format(filename=filename):
+            self.fail("use-line", use, f"the header's command must be `{USE_COMMAND.format(filename=filename)}` (the file's own "
+                      "name; CONDA_DEFAULT_CHANNELS keeps a configured `defaults` out)")
 
     # --- the file says what its cells need ---------------------------------------------------------
 
