@@ -57,7 +57,7 @@ def worker(variant: str, ranks: int, sizes: List[int], reps: int) -> None:
         from perseus import engine
 
         eng = engine.Engine(rank, ranks, rank, ranks, 0, "127.0.0.1", int(os.environ["PERSEUS_MASTER_PORT"]),
-                            wire_dtype=1, streams=1, shared_memory=int(variant == "engine_shm"))
+                            wire_dtype=1, streams=1, shm_disable=int(variant != "engine_shm"))
         groups = eng.info()
         for mib in sizes:
             buf = array.array("f", bytes(mib * MIB))
