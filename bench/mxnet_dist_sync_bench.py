@@ -108,13 +108,15 @@ def perseus_rank(args, rank, xs, ys, eval_x, eval_y) -> Dict[str, object]:
     import mxnet as mx
     import perseus.mxnet as hvd
     from perseus.mxnet import collectives
+    from perseus.mxnet.process_sets import Group
 
     hvd.init()
     net = build_net()
-    if args.phase == "wire":
+    if args.phase == "wire":  # the gradient path DistributedTrainer takes (the engine's wire policy), timed alone
         grads = grads_like(net)
         names = ["wire.%d" % i for i in range(len(grads))]
-        found = timed_wire(lambda step: (collectives.grouped_allreduce_(grads, average=False, names=names),
+        group = Group(None, "bench wire")
+        found = timed_wire(lambda step: (collectives._gradient_allreduce_(grads, False, names, group),
                                          mx.nd.waitall()),
                            args.warmup, args.steps, lambda step: hvd.allreduce(mx.nd.zeros(1), name="b%d" % step))
     else:

@@ -103,7 +103,10 @@ def perseus_rank(args: argparse.Namespace, rank: int, xs, ys, eval_x, eval_y) ->
     model = build_model()
     if args.phase == "wire":
         grads, times = [tf.ones(v.shape) for v in model.trainable_variables], []
-        reduce_all = tf.function(lambda: hvd.grouped_allreduce(grads, op=hvd.Average, name="wire"))
+        # the gradient path the DistributedOptimizer / DistributedGradientTape take (the engine's wire policy)
+        from perseus.tensorflow.horovod.collectives import gradient_allreduce
+        reduce_all = tf.function(lambda: [gradient_allreduce(g, hvd.Compression.none, hvd.Average, "wire.%d" % i)
+                                          for i, g in enumerate(grads)])
         for step in range(args.warmup + args.steps):
             hvd.allreduce(tf.zeros([1]), op=hvd.Sum, name="barrier.%d" % step)
             start, sent = time.perf_counter(), tx_bytes()
