@@ -234,7 +234,6 @@ void set_option(Options* o, const std::string& name, const std::string& value) {
   for (const auto& r : identity_ints()) {
     if (name == r.field) {
       o->*r.member = int(parse_int(name, text, INT_MIN, INT_MAX, "an integer"));  // validate_options checks ranges
-      after_set(o, r.field);
       return;
     }
   }

@@ -130,10 +130,10 @@ class Engine:
 
     def _options(self, policy: Dict[str, Any]) -> Options:
         opts = Options.from_env(self._lib)
-        for key, value in policy.items():  # the engine refuses an unknown name, listing the known ones
-            opts.set(key, value)
-        if "stream_tuning" in policy:  # set last: `streams` turns it off, an explicit value wins
-            opts.set("stream_tuning", policy["stream_tuning"])
+        # the engine refuses an unknown name, listing the known ones; stream_tuning goes last: setting `streams`
+        # turns it off, an explicit value wins
+        for key in sorted(policy, key=lambda name: name == "stream_tuning"):
+            opts.set(key, policy[key])
         return opts
 
     def _create(self, opts: Options) -> None:
