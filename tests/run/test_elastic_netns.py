@@ -32,24 +32,11 @@ def test_four_namespaces_kill_one_then_a_fifth_host_grows_the_job_back_torch(tmp
     work.mkdir()
     hosts = netns_hosts.start(work, 5)
     try:
-        lines = [a + ":1" for a in hosts.addrs]
-        script, set_hosts = E.discovery_script(tmp_path, lines[:4])
-        job = E.start(["-np", "4", "--min-np", "3", "--max-np", "4", "--host-discovery-script", str(script),
-                       "--elastic-timeout", "60", "-x", "ELASTIC_TEST_HOLD=8"] + _ssh(hosts) +
-                      [PYTHON, str(E.TRAIN), str(tmp_path), "16", "0.02", "3"], tmp_path, prefix=hosts.in_ns(0))
-        E.wait_for(lambda: E.progress(tmp_path) == (8, 4), "4 workers holding after step 8", 120, job)
-        for i in range(4):
-            pid = E.worker_pid(tmp_path, hosts.addrs[i] + ":0")
-            assert pid in hosts.pids_in(i), "worker {} runs in host {}'s namespace".format(i, i)
-        failed = E.lose_one_then_grow_back(tmp_path, job, set_hosts, lines[:4], lines[4], 60)
-        code, out, err = E.finish(job, 120)
-        assert failed is None, "{}\n{}".format(failed, err[-4000:])
-        assert code == 0, err[-3000:]
-        # over ssh, the remote shell reports the kill as 128 + 9
-        assert "worker {}:0 exited with code 137".format(hosts.addrs[3]) in err
+        out, result = E.namespaces_lose_one_then_grow_back(
+            tmp_path, hosts, netns_hosts.SSH_PORT, ["-x", "ELASTIC_TEST_HOLD=8"],
+            [PYTHON, str(E.TRAIN), str(tmp_path), "16", "0.02", "3"], 60)
         for i in (0, 1, 2, 4):
             assert "[{}:0]<stdout>:DONE".format(hosts.addrs[i]) in out, "host {}'s worker finished".format(i)
-        result = E.result(tmp_path)
         sizes = [step["size"] for step in result["history"]]
         # commits after steps 3, 6, 9, ...: steps 7 and 8 ran with 4 workers, were lost with the kill and ran again
         # with 3; host 4 joined at the commit after step 9

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -104,6 +104,30 @@ def lose_one_then_grow_back(out: Path, job: subprocess.Popen, set_hosts: Callabl
     except AssertionError as error:
         return error
     return None
+
+
+def namespaces_lose_one_then_grow_back(out: Path, hosts: Any, ssh_port: int, exports: Sequence[str],
+                                       worker: Sequence[str], timeout: float) -> Tuple[str, Dict]:
+    """lose_one_then_grow_back across the network namespaces of tests/support/netns_hosts.py (`hosts`, 5 of them):
+    hosts 0-3 train (perseusrun and worker 0 in host 0's namespace, the others over ssh in their own), each worker
+    checked to run in its host's namespace; host 3's worker is killed, host 4 grows the job back. `exports`: the
+    perseusrun arguments that hand variables to the remote workers (-x NAME=VALUE ..., ELASTIC_TEST_HOLD=8 among
+    them); `worker`: the training command. Returns the job's stdout and result.json."""
+    lines = [a + ":1" for a in hosts.addrs]
+    script, set_hosts = discovery_script(out, lines[:4])
+    job = start(["-np", "4", "--min-np", "3", "--max-np", "4", "--host-discovery-script", str(script),
+                 "--elastic-timeout", str(int(timeout)), "-p", str(ssh_port), "--ssh-config", hosts.ssh_config]
+                + list(exports) + list(worker), out, prefix=hosts.in_ns(0))
+    wait_for(lambda: progress(out) == (8, 4), "4 workers holding after step 8", timeout + 60, job)
+    for i in range(4):
+        pid = worker_pid(out, hosts.addrs[i] + ":0")
+        assert pid in hosts.pids_in(i), "worker {} runs in host {}'s namespace".format(i, i)
+    failed = lose_one_then_grow_back(out, job, set_hosts, lines[:4], lines[4], timeout)
+    code, stdout, err = finish(job, timeout + 60)
+    assert failed is None, "{}\n{}".format(failed, err[-4000:])
+    assert code == 0, err[-3000:]
+    assert "worker {}:0 exited with code 137".format(hosts.addrs[3]) in err  # over ssh: the remote shell's 128 + 9
+    return stdout, result(out)
 
 
 PROCESS_SETS = Path(__file__).resolve().parents[1] / "run" / "scripts" / "elastic_process_sets.py"

@@ -104,24 +104,11 @@ def test_four_namespaces_kill_one_then_a_fifth_host_grows_the_job_back_tensorflo
     work.mkdir()
     hosts = netns_hosts.start(work, 5)
     try:
-        lines = [a + ":1" for a in hosts.addrs]
-        script, set_hosts = E.discovery_script(tmp_path, lines[:4])
         exports = [arg for name, value in sorted(dict(ENV, ELASTIC_TEST_HOLD="8").items())
                    for arg in ("-x", "{}={}".format(name, value))]  # the remote workers get them too
-        job = E.start(["-np", "4", "--min-np", "3", "--max-np", "4", "--host-discovery-script", str(script),
-                       "--elastic-timeout", "90", "-p", str(netns_hosts.SSH_PORT), "--ssh-config", hosts.ssh_config]
-                      + exports + [sys.executable, str(TRAIN), str(tmp_path), "16", "0.02", "3"], tmp_path,
-                      prefix=hosts.in_ns(0))
-        E.wait_for(lambda: E.progress(tmp_path) == (8, 4), "4 workers holding after step 8", 150, job)
-        for i in range(4):
-            pid = E.worker_pid(tmp_path, hosts.addrs[i] + ":0")
-            assert pid in hosts.pids_in(i), "worker {} runs in host {}'s namespace".format(i, i)
-        failed = E.lose_one_then_grow_back(tmp_path, job, set_hosts, lines[:4], lines[4], 90)
-        code, out, err = E.finish(job, 150)
-        assert failed is None, "{}\n{}".format(failed, err[-4000:])
-        assert code == 0, err[-3000:]
-        assert "worker {}:0 exited with code 137".format(hosts.addrs[3]) in err  # the remote shell's 128 + 9
-        result = E.result(tmp_path)
+        out, result = E.namespaces_lose_one_then_grow_back(
+            tmp_path, hosts, netns_hosts.SSH_PORT, exports,
+            [sys.executable, str(TRAIN), str(tmp_path), "16", "0.02", "3"], 90)
         assert result["keras"].startswith("3."), result["keras"]
         sizes = [step["size"] for step in result["history"]]
         assert sizes == [4] * 6 + [3] * 3 + [4] * 7, sizes
