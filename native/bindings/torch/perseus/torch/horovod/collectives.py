@@ -2,16 +2,15 @@
 forms, join, barrier) on perseus's engine, with Horovod 0.28's signatures and autograd functions.
 
 Every call first exchanges a small fixed-size record (operation, name, dtype, shape, root, op) among
-all ranks (an engine allgather). All ranks then check the same table, so a mismatch (another
-shape under one name, another operation, another root) raises the same clear error on every rank
-instead of crashing or hanging, and a rank inside hvd.join() learns which collective to take part in.
-Unlike Horovod, ranks must submit collectives in the same order (there is no reordering negotiation).
+all ranks (an engine allgather; _negotiation.py). Collectives are matched by name, as Horovod's coordinator
+matches them: an async call the other ranks have not reached yet is deferred and runs when they submit it. All
+ranks then check the same records, so a mismatch (another shape under one name, another operation, another root)
+raises the same clear error on every rank instead of crashing or hanging, and a rank inside hvd.join() learns
+which collective to take part in.
 """
 
-import hashlib
 import itertools
 import threading
-import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -25,132 +24,28 @@ from perseus.torch.horovod.compression import Compression, Compressor
 
 from perseus.horovod_kit import ops as _kit_ops
 from perseus.horovod_kit.errors import HorovodCollectiveError, HorovodInternalError
-from perseus.horovod_kit.naming import Namer
 from perseus.horovod_kit.ops import OP_NAMES as _OP_NAMES
 from perseus.horovod_kit.ops import Adasum, Average, Max, Min, Product, Sum
 from perseus.horovod_kit.process_sets import check_global, global_process_set
 from perseus.torch import _comm
+from perseus.torch.horovod import _negotiation
+from perseus.torch.horovod._negotiation import (K_ALLGATHER, K_ALLREDUCE, K_ALLTOALL, K_BARRIER,  # noqa: F401
+                                                K_BROADCAST, K_BROADCAST_MANY, K_JOIN, K_REDUCESCATTER, K_STEP,
+                                                Collective, make_row)
 from perseus.torch.horovod.process_sets import on_process_set, set_root
 _TORCH_OPS = {Average: _ops.SUM, Sum: _ops.SUM, Min: _ops.MIN, Max: _ops.MAX,
               Product: _ops.PRODUCT}
 
-# Record layout (int64 each)
-KIND, JOINED, JOIN_ROUND, DTYPE, NDIM, SHAPE = 0, 1, 2, 3, 4, 5
-MAX_DIMS = 8
-ROOT = SHAPE + MAX_DIMS  # 13
-OP = ROOT + 1
-DIGEST = OP + 1
-NAME = DIGEST + 1  # 16
-NAME_WORDS = 7
-RECORD_LEN = NAME + NAME_WORDS  # 23
-
-K_ALLREDUCE, K_ALLGATHER, K_BROADCAST, K_JOIN, K_BARRIER, K_STEP, K_BROADCAST_MANY = 1, 2, 3, 4, 5, 6, 7
-K_REDUCESCATTER, K_ALLTOALL = 8, 9
-_KIND_NAMES = {K_ALLREDUCE: "allreduce", K_ALLGATHER: "allgather", K_BROADCAST: "broadcast", K_JOIN: "join",
-               K_BARRIER: "barrier", K_STEP: "optimizer step", K_BROADCAST_MANY: "broadcast_parameters",
-               K_REDUCESCATTER: "reducescatter", K_ALLTOALL: "alltoall"}
-
-_DTYPES: List[torch.dtype] = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.uint8, torch.int8,
-                              torch.int16, torch.int32, torch.int64, torch.bool]
-
-
-def _digest(text: str) -> int:
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little", signed=True)
-
-
-def _name_words(name: str) -> List[int]:
-    raw = name.encode()[: NAME_WORDS * 8].ljust(NAME_WORDS * 8, b"\0")
-    return [int.from_bytes(raw[i: i + 8], "little", signed=True) for i in range(0, len(raw), 8)]
-
-
-def _name_of(words: Sequence[int]) -> str:
-    raw = b"".join(int(w).to_bytes(8, "little", signed=True) for w in words)
-    return raw.rstrip(b"\0").decode(errors="replace")
-
-
-@dataclass
-class Record:
-    rank: int
-    kind: int
-    joined: bool
-    join_round: int
-    dtype: Optional[torch.dtype]
-    shape: Optional[Tuple[int, ...]]
-    root: int
-    op: int
-    digest: int
-    name: str
-
-    def describe(self) -> str:
-        what = _KIND_NAMES.get(self.kind, "operation {}".format(self.kind))
-        return "{} '{}'".format(what, self.name) if self.name else what
-
-
-class _Control:
-    """The record exchange (one allgather of RECORD_LEN int64 per rank per collective)."""
-
-    def __init__(self) -> None:
-        self.lock = threading.RLock()
-        self.rounds = 0
-        self.namer = Namer()
-        self.set_namers = weakref.WeakKeyDictionary()  # type: weakref.WeakKeyDictionary
-
-    def auto_name(self, kind: str) -> str:
-        """The next unnamed call of `kind` on the world in use: a process set counts its own calls (its members
-        call them in one order; the job's other ranks do not)."""
-        world = _comm.current()
-        if world is None or world is _comm.job():
-            return self.namer.name(kind)
-        with self.lock:
-            namer = self.set_namers.setdefault(world, Namer())
-        return namer.name(kind)
-
-    def exchange(self, kind: int, name: str = "", tensor: Optional[torch.Tensor] = None, root: int = -1,
-                 op: int = -1, digest: int = 0, joined: bool = False, join_round: int = -1,
-                 shape: Optional[Sequence[int]] = None, dtype: Optional[torch.dtype] = None) -> List[Record]:
-        world = basics.world()
-        record = torch.full((RECORD_LEN,), -1, dtype=torch.int64)
-        record[KIND], record[JOINED], record[JOIN_ROUND] = kind, int(joined), join_round
-        if tensor is not None:
-            shape, dtype = tuple(tensor.shape), tensor.dtype
-        if dtype is not None:
-            record[DTYPE] = _DTYPES.index(dtype) if dtype in _DTYPES else 100 + hash(str(dtype)) % 1000
-        if shape is not None:
-            if len(shape) > MAX_DIMS:
-                raise ValueError("perseus collectives take tensors of at most {} dimensions, '{}' has {}".format(
-                    MAX_DIMS, name, len(shape)))
-            record[NDIM] = len(shape)
-            for i, extent in enumerate(shape):
-                record[SHAPE + i] = extent
-        record[ROOT], record[OP], record[DIGEST] = root, op, digest
-        record[NAME: NAME + NAME_WORDS] = torch.tensor(_name_words(name), dtype=torch.int64)
-        gathered = [torch.empty_like(record) for _ in range(world.size)]
-        with self.lock:
-            _ops.allgather(gathered, record).wait()
-            self.rounds += 1
-        return [self._decode(r, row.tolist()) for r, row in enumerate(gathered)]
-
-    @staticmethod
-    def _decode(rank: int, row: List[int]) -> Record:
-        ndim = row[NDIM]
-        code = row[DTYPE]
-        return Record(
-            rank=rank, kind=row[KIND], joined=bool(row[JOINED]), join_round=row[JOIN_ROUND],
-            dtype=_DTYPES[code] if 0 <= code < len(_DTYPES) else None,
-            shape=tuple(row[SHAPE: SHAPE + ndim]) if ndim >= 0 else None,
-            root=row[ROOT], op=row[OP], digest=row[DIGEST], name=_name_of(row[NAME: NAME + NAME_WORDS]))
-
-
-_control = _Control()
+_control = _negotiation.Negotiator()
+_digest = _negotiation.digest
+Record = _negotiation.Record
 
 
 def forget_names() -> None:
     """After an elastic reset: unnamed collectives are numbered from zero again, on every rank of the new
-    generation alike (a new worker has issued none), and no handle of the old generation remains."""
-    with _control.lock:
-        _control.namer.reset()
-        _control.set_namers.clear()
-        _control.rounds = 0
+    generation alike (a new worker has issued none), and no handle or deferred collective of the old generation
+    remains."""
+    _control.forget()
     with _handles_lock:
         _handles.clear()
 
@@ -232,8 +127,13 @@ def _refuse_joined(records: List[Record], api: str, name: str) -> None:
 
 @dataclass
 class _Pending:
-    works: List[Any]  # _control Works (wait(), is_completed()); empty when the result is ready
-    finish: Callable[[], Any]
+    parts: List[Collective]  # one per collective (a grouped call has several); each runs now or later
+    world: Any
+    grouped: bool = False
+
+    @property
+    def names(self) -> List[str]:
+        return [p.name for p in self.parts]
 
 
 _handles: Dict[int, _Pending] = {}
@@ -241,38 +141,78 @@ _handle_ids = itertools.count(1)
 _handles_lock = threading.Lock()
 
 
-def _register(work: Any, finish: Callable[[], Any]) -> int:
-    works = [w for w in (work if isinstance(work, (list, tuple)) else [work]) if w is not None]
+def _submit(api: str, name: str, row: List[int], start: Callable[[List[Record]], _negotiation.Started]) -> int:
+    """Submit one collective (deferred when the other ranks do not have it yet); returns its handle. `start`
+    checks every rank's record and starts the engine work, once every rank has the collective."""
+    world = basics.world()
+    _control.claim(world, name, api)
+    collective = Collective(row, start)
+    try:
+        _control.submit(collective, defer=True)
+    except BaseException:
+        _control.release(world, [name])
+        raise
+    if collective.error is not None:
+        _control.release(world, [name])
+        raise collective.error
     with _handles_lock:
         handle = next(_handle_ids)
-        _handles[handle] = _Pending(works, finish)
+        _handles[handle] = _Pending([collective], world)
     return handle
 
 
+def _works(collective: Collective) -> List[Any]:
+    return collective.started[0] if collective.started is not None else []
+
+
 def poll(handle: int) -> bool:
-    """Whether the async operation of `handle` has finished (synchronize() will not block)."""
+    """Whether the async operation of `handle` has finished (synchronize() will not block). A collective still
+    deferred (the other ranks had not submitted it) exchanges once with them first, so that it can run: that
+    waits for the other ranks to reach a collective call."""
     with _handles_lock:
         pending = _handles.get(handle)
     if pending is None:
         raise ValueError("handle {} is unknown or already synchronized".format(handle))
-    return all(bool(w.is_completed()) for w in pending.works)
+    for part in pending.parts:
+        if not part.ran:
+            _control.poll(part)
+    return all(p.ran and all(bool(w.is_completed()) for w in _works(p)) for p in pending.parts)
 
 
 def synchronize(handle: int) -> Any:
     """Wait for the async operation of `handle`; returns its output tensor (alltoall: output and received
-    splits). An engine error is raised as HorovodInternalError, as Horovod does."""
+    splits; a grouped call: the list of outputs). An engine error is raised as HorovodInternalError, as Horovod
+    does; a mismatch between the ranks as HorovodCollectiveError."""
     with _handles_lock:
         pending = _handles.pop(handle, None)
     if pending is None:
         raise ValueError("handle {} is unknown or already synchronized".format(handle))
     try:
-        for work in pending.works:
+        results = [_result(part) for part in pending.parts]
+    finally:
+        _control.release(pending.world, pending.names)
+    return results if pending.grouped else results[0]
+
+
+def _result(collective: Collective) -> Any:
+    if not collective.ran:
+        _control.wait_for(collective)
+    if collective.error is not None:
+        raise collective.error
+    assert collective.started is not None
+    works, finish = collective.started
+    try:
+        for work in works:
             work.wait()
     except HorovodInternalError:
         raise
     except RuntimeError as error:
         raise HorovodInternalError(str(error)) from error
-    return pending.finish()
+    return finish()
+
+
+def _started(work: Any, finish: Callable[[], Any]) -> _negotiation.Started:
+    return [w for w in (work if isinstance(work, (list, tuple)) else [work]) if w is not None], finish
 
 
 # ---- allreduce --------------------------------------------------------------------------------
@@ -310,30 +250,34 @@ def _allreduce_start(tensor: torch.Tensor, output: torch.Tensor, name: Optional[
         wire, ctx = compressor.compress(_scale(source, prescale_factor))
         wire = (wire.clone() if wire is tensor or wire is source else wire).contiguous()
     # the record carries what goes on the wire, so that a joined rank sends zeros of that dtype
-    records = _control.exchange(K_ALLREDUCE, name, wire, op=op, digest=_digest(name))
-    active = check_agreement(records, "hvd.allreduce", name)
-    joined = len(records) - len(active)
-    if joined and op in (Min, Max, Product, Adasum):
-        raise HorovodCollectiveError("hvd.allreduce '{}': {} cannot run while {} rank(s) have called hvd.join() "
-                                     "(a joined rank contributes zeros)".format(name, _OP_NAMES[op], joined))
-    world = basics.world()
-    if op == Adasum:
-        return _adasum_start(source, output, name, prescale_factor, postscale_factor, world)
-    work = _ops.allreduce(wire, _TORCH_OPS[op])
-    post = _kit_ops.postscale_for(op, world.size, postscale_factor)
+    row = make_row(K_ALLREDUCE, name, wire, op=op, digest_=_digest(name))
 
-    def finish() -> torch.Tensor:
-        result = compressor.decompress(wire, ctx)
-        if result.dtype != output.dtype:
-            result = result.to(output.dtype)
-        output.copy_(_scale(result, post).reshape(output.shape))
-        return output
+    def start(records: List[Record]) -> _negotiation.Started:
+        active = check_agreement(records, "hvd.allreduce", name)
+        joined = len(records) - len(active)
+        if joined and op in (Min, Max, Product, Adasum):
+            raise HorovodCollectiveError("hvd.allreduce '{}': {} cannot run while {} rank(s) have called hvd.join() "
+                                         "(a joined rank contributes zeros)".format(name, _OP_NAMES[op], joined))
+        world = basics.world()
+        if op == Adasum:
+            return _adasum_start(source, output, name, prescale_factor, postscale_factor, world)
+        work = _ops.allreduce(wire, _TORCH_OPS[op])
+        post = _kit_ops.postscale_for(op, world.size, postscale_factor)
 
-    return _register(work, finish)
+        def finish() -> torch.Tensor:
+            result = compressor.decompress(wire, ctx)
+            if result.dtype != output.dtype:
+                result = result.to(output.dtype)
+            output.copy_(_scale(result, post).reshape(output.shape))
+            return output
+
+        return _started(work, finish)
+
+    return _submit("hvd.allreduce", name, row, start)
 
 
 def _adasum_start(tensor: torch.Tensor, output: torch.Tensor, name: str, prescale: float, postscale: float,
-                  world: Any) -> int:
+                  world: Any) -> _negotiation.Started:
     size = world.size
     if size & (size - 1):
         raise HorovodCollectiveError("hvd.allreduce '{}' with op=hvd.Adasum needs a power-of-two number of ranks "
@@ -347,7 +291,7 @@ def _adasum_start(tensor: torch.Tensor, output: torch.Tensor, name: str, prescal
         output.copy_(combined * postscale if postscale != 1.0 else combined)
         return output
 
-    return _register(work, finish)
+    return _started(work, finish)
 
 
 @on_process_set("hvd.allreduce")
@@ -419,10 +363,12 @@ def _group_names(kind: str, name: Optional[str], count: int) -> List[str]:
 
 def _grouped_start(starts: List[int]) -> int:
     """One handle for a group of started handles: synchronize() gives the list of their results."""
+    world = basics.world()
     with _handles_lock:
-        parts = [_handles.pop(h) for h in starts]
-    works = [w for p in parts for w in p.works]
-    return _register(works, lambda: [p.finish() for p in parts])
+        parts = [part for h in starts for part in _handles.pop(h).parts]
+        handle = next(_handle_ids)
+        _handles[handle] = _Pending(parts, world, grouped=True)
+    return handle
 
 
 @on_process_set("hvd.grouped_allreduce")
@@ -518,31 +464,35 @@ def _allgather_start(tensor: torch.Tensor, name: Optional[str], concatenate: Opt
         concatenate = perseus_config.get().change_hvd_allgather
     source = tensor.detach()
     source = source.reshape(1) if (concatenate and source.dim() == 0) else source
-    records = _control.exchange(K_ALLGATHER, name, source, digest=_digest(name))
-    _refuse_joined(records, "hvd.allgather", name)
-    if not concatenate and len({r.shape for r in records}) > 1 and len({r.shape[1:] for r in records if r.shape}) == 1:
-        listing = ", ".join("rank {} {}".format(r.rank, _fmt_shape(r.shape)) for r in records)
-        raise HorovodCollectiveError(
-            "hvd.allgather '{}': ranks passed different first dimensions ({}); PERSEUS_CHANGE_HVD_ALLGATHER=0 (the "
-            "default) stacks equal shapes, set PERSEUS_CHANGE_HVD_ALLGATHER=1 to concatenate along the first "
-            "dimension as Horovod does".format(name, listing))
-    active = check_agreement(records, "hvd.allgather", name, same_shape=not concatenate,
-                             same_trailing_shape=concatenate)
-    rows = {r.rank: (r.shape[0] if concatenate else 1) for r in active}
-    longest = max(r.shape[0] for r in active) if concatenate else None
-    padded = source.contiguous()
-    if concatenate and source.shape[0] < longest:
-        padded = torch.cat([padded, padded.new_zeros((longest - source.shape[0],) + tuple(source.shape[1:]))])
-    flat = _ops.allgather_flat(padded if padded.dim() else padded.reshape(1))
+    row = make_row(K_ALLGATHER, name, source, digest_=_digest(name))
 
-    def finish() -> torch.Tensor:
-        assert flat.result is not None
-        per_rank = flat.result.reshape((len(rows),) + tuple(padded.shape))
-        if not concatenate:
-            return per_rank.reshape((len(rows),) + tuple(source.shape))
-        return torch.cat([per_rank[r][: rows[r]] for r in sorted(rows)])
+    def start(records: List[Record]) -> _negotiation.Started:
+        _refuse_joined(records, "hvd.allgather", name)
+        if not concatenate and len({r.shape for r in records}) > 1 and len({r.shape[1:] for r in records if r.shape}) == 1:
+            listing = ", ".join("rank {} {}".format(r.rank, _fmt_shape(r.shape)) for r in records)
+            raise HorovodCollectiveError(
+                "hvd.allgather '{}': ranks passed different first dimensions ({}); PERSEUS_CHANGE_HVD_ALLGATHER=0 (the "
+                "default) stacks equal shapes, set PERSEUS_CHANGE_HVD_ALLGATHER=1 to concatenate along the first "
+                "dimension as Horovod does".format(name, listing))
+        active = check_agreement(records, "hvd.allgather", name, same_shape=not concatenate,
+                                 same_trailing_shape=concatenate)
+        rows = {r.rank: (r.shape[0] if concatenate else 1) for r in active}
+        longest = max(r.shape[0] for r in active) if concatenate else None
+        padded = source.contiguous()
+        if concatenate and source.shape[0] < longest:
+            padded = torch.cat([padded, padded.new_zeros((longest - source.shape[0],) + tuple(source.shape[1:]))])
+        flat = _ops.allgather_flat(padded if padded.dim() else padded.reshape(1))
 
-    return _register(flat, finish)
+        def finish() -> torch.Tensor:
+            assert flat.result is not None
+            per_rank = flat.result.reshape((len(rows),) + tuple(padded.shape))
+            if not concatenate:
+                return per_rank.reshape((len(rows),) + tuple(source.shape))
+            return torch.cat([per_rank[r][: rows[r]] for r in sorted(rows)])
+
+        return _started(flat, finish)
+
+    return _submit("hvd.allgather", name, row, start)
 
 
 @on_process_set("hvd.allgather")
@@ -610,20 +560,24 @@ def _broadcast_start(tensor: torch.Tensor, output: torch.Tensor, root_rank: int,
     root_rank = set_root(root_rank, "hvd.broadcast")  # a global rank; in a process set, its index there
     if not 0 <= root_rank < world.size:
         raise ValueError("root_rank={} is not a rank of this job (0..{})".format(root_rank, world.size - 1))
-    records = _control.exchange(K_BROADCAST, name, tensor, root=root_rank, digest=_digest(name))
-    _refuse_joined(records, "hvd.broadcast", name)
-    check_agreement(records, "hvd.broadcast", name)
-    wire = output if output is tensor else tensor.detach().clone()
-    wire = wire if wire.is_contiguous() else wire.contiguous()
-    work = _ops.broadcast(wire if wire is not output else wire.detach(), root_rank)
+    row = make_row(K_BROADCAST, name, tensor, root=root_rank, digest_=_digest(name))
 
-    def finish() -> torch.Tensor:
-        if wire is not output:
-            with torch.no_grad():
-                output.copy_(wire)
-        return output
+    def start(records: List[Record]) -> _negotiation.Started:
+        _refuse_joined(records, "hvd.broadcast", name)
+        check_agreement(records, "hvd.broadcast", name)
+        wire = output if output is tensor else tensor.detach().clone()
+        wire = wire if wire.is_contiguous() else wire.contiguous()
+        work = _ops.broadcast(wire if wire is not output else wire.detach(), root_rank)
 
-    return _register(work, finish)
+        def finish() -> torch.Tensor:
+            if wire is not output:
+                with torch.no_grad():
+                    output.copy_(wire)
+            return output
+
+        return _started(work, finish)
+
+    return _submit("hvd.broadcast", name, row, start)
 
 
 @on_process_set("hvd.broadcast")
@@ -686,21 +640,25 @@ def _reducescatter_start(tensor: torch.Tensor, name: Optional[str], op: int, pre
     source = _scale(tensor.detach(), prescale_factor)
     wide = source.to(torch.float64) if source.dtype in (torch.float16, torch.bfloat16) else source
     wire = wide.clone().contiguous() if wide is tensor or wide is source else wide.contiguous()
-    records = _control.exchange(K_REDUCESCATTER, name, wire, op=op, digest=_digest(name))
-    _refuse_joined(records, "hvd.reducescatter", name)
-    check_agreement(records, "hvd.reducescatter", name)
-    world = basics.world()
-    work = _ops.allreduce(wire, _ops.SUM)
-    sizes = _kit_ops.split_sizes(tensor.shape[0], world.size)
-    offset = sum(sizes[: world.rank])
-    post = _kit_ops.postscale_for(op, world.size, postscale_factor)
+    row = make_row(K_REDUCESCATTER, name, wire, op=op, digest_=_digest(name))
 
-    def finish() -> torch.Tensor:
-        mine = wire.narrow(0, offset, sizes[world.rank])
-        return _scale(mine.to(tensor.dtype) if mine.dtype != tensor.dtype and tensor.dtype in _INTEGER else mine,
-                      post).to(tensor.dtype).clone()
+    def start(records: List[Record]) -> _negotiation.Started:
+        _refuse_joined(records, "hvd.reducescatter", name)
+        check_agreement(records, "hvd.reducescatter", name)
+        world = basics.world()
+        work = _ops.allreduce(wire, _ops.SUM)
+        sizes = _kit_ops.split_sizes(tensor.shape[0], world.size)
+        offset = sum(sizes[: world.rank])
+        post = _kit_ops.postscale_for(op, world.size, postscale_factor)
 
-    return _register(work, finish)
+        def finish() -> torch.Tensor:
+            mine = wire.narrow(0, offset, sizes[world.rank])
+            return _scale(mine.to(tensor.dtype) if mine.dtype != tensor.dtype and tensor.dtype in _INTEGER else mine,
+                          post).to(tensor.dtype).clone()
+
+        return _started(work, finish)
+
+    return _submit("hvd.reducescatter", name, row, start)
 
 
 @on_process_set("hvd.reducescatter")
@@ -790,29 +748,33 @@ def _alltoall_start(tensor: torch.Tensor, splits: Any, name: Optional[str],
         if sum(send) != source.shape[0]:
             raise ValueError("hvd.alltoall '{}': splits sum to {} but the first dimension is {}".format(
                 name, sum(send), source.shape[0]))
-    records = _control.exchange(K_ALLTOALL, name, source, digest=_digest(name))
-    _refuse_joined(records, "hvd.alltoall", name)
-    check_agreement(records, "hvd.alltoall", name, same_shape=False, same_trailing_shape=True)
-    longest = max(r.shape[0] for r in records)
-    padded = source.contiguous()
-    if source.shape[0] < longest:
-        padded = torch.cat([padded, padded.new_zeros((longest - source.shape[0],) + tuple(source.shape[1:]))])
-    data = _ops.allgather_flat(padded)
-    counts = _ops.allgather_flat(torch.tensor(send, dtype=torch.int64))
-    me = world.rank
+    row = make_row(K_ALLTOALL, name, source, digest_=_digest(name))
 
-    def finish() -> Tuple[torch.Tensor, torch.Tensor]:
-        assert data.result is not None and counts.result is not None
-        table = counts.result.reshape(world.size, world.size).tolist()  # table[src][dst]
-        per_rank = data.result.reshape((world.size,) + tuple(padded.shape))
-        pieces = []
-        for src in range(world.size):
-            start = sum(table[src][:me])
-            pieces.append(per_rank[src].narrow(0, start, table[src][me]))
-        received = torch.tensor([table[src][me] for src in range(world.size)], dtype=torch.int32)
-        return torch.cat(pieces).to(tensor.device), received
+    def start(records: List[Record]) -> _negotiation.Started:
+        _refuse_joined(records, "hvd.alltoall", name)
+        check_agreement(records, "hvd.alltoall", name, same_shape=False, same_trailing_shape=True)
+        longest = max(r.shape[0] for r in records)
+        padded = source.contiguous()
+        if source.shape[0] < longest:
+            padded = torch.cat([padded, padded.new_zeros((longest - source.shape[0],) + tuple(source.shape[1:]))])
+        data = _ops.allgather_flat(padded)
+        counts = _ops.allgather_flat(torch.tensor(send, dtype=torch.int64))
+        me = world.rank
 
-    return _register([data, counts], finish)
+        def finish() -> Tuple[torch.Tensor, torch.Tensor]:
+            assert data.result is not None and counts.result is not None
+            table = counts.result.reshape(world.size, world.size).tolist()  # table[src][dst]
+            per_rank = data.result.reshape((world.size,) + tuple(padded.shape))
+            pieces = []
+            for src in range(world.size):
+                start = sum(table[src][:me])
+                pieces.append(per_rank[src].narrow(0, start, table[src][me]))
+            received = torch.tensor([table[src][me] for src in range(world.size)], dtype=torch.int32)
+            return torch.cat(pieces).to(tensor.device), received
+
+        return _started([data, counts], finish)
+
+    return _submit("hvd.alltoall", name, row, start)
 
 
 @on_process_set("hvd.alltoall")
@@ -882,22 +844,28 @@ def _take_part(record: Record) -> None:
                                      "call broadcast_parameters() before hvd.join()")
 
 
+def _joined_share(records: List[Record]) -> None:
+    """What a rank inside hvd.join() does for a collective every active rank has (their records)."""
+    first = _active(records)[0]
+    if first.kind in (K_ALLGATHER, K_BROADCAST, K_REDUCESCATTER, K_ALLTOALL, K_BARRIER):
+        return  # a barrier counts joined ranks as arrived; the others are refused by the active ranks
+    check_agreement(records, "hvd.join", first.name, same_shape=True)
+    _take_part(first)
+
+
+_control.joined_hook = _joined_share
+
+
 def join(device: int = -1) -> int:
     """This rank has no more data: take part (with zeros) in the others' allreduces until every rank joined.
 
     Returns the rank that joined last. An Average divides by all ranks, joined ones included."""
     join_round = _control.rounds
     while True:
-        records = _control.exchange(K_JOIN, "join", joined=True, join_round=join_round)
-        active = _active(records)
-        if not active:
+        records = _control.exchange_joined(join_round)
+        if not _active(records):
             last = max(records, key=lambda r: (r.join_round, r.rank))
             return last.rank
-        first = active[0]
-        if first.kind in (K_ALLGATHER, K_BROADCAST, K_REDUCESCATTER, K_ALLTOALL):
-            continue  # the active ranks raise (a rank has joined) and go on
-        check_agreement(records, "hvd.join", first.name, same_shape=True)
-        _take_part(first)
 
 
 @on_process_set("hvd.barrier")
