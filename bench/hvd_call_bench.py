@@ -1,5 +1,5 @@
 """Per-call cost of perseus.torch.horovod's control path: 400 synchronous 1 KiB allreduces and a
-DistributedOptimizer step of a small MLP (8 x Linear(64, 64)), medians printed as JSON by rank 0.
+DistributedOptimizer step of a small MLP (8 x Linear(64, 64)), the mean time of each printed as JSON by rank 0.
 
     perseusrun -np 2 -- python bench/hvd_call_bench.py
     PYTHONPATH=<tree>/native/runtime:<tree>/native/bindings/torch perseusrun -np 2 -- python bench/hvd_call_bench.py
