@@ -1,6 +1,8 @@
 """Horovod's capability queries for perseus.mxnet: the kit's answers (perseus.horovod_kit.capabilities), told
-what this binding's collectives use. NDArrays are reduced on the host over the engine's Gloo, so NCCL never
-carries them (nccl_built() is 0); cuda_built() says whether this wheel was built for a CUDA build of MXNet."""
+what this binding's collectives use. Host NDArrays are reduced on the host over the engine's Gloo; GPU NDArrays of
+a CUDA wheel take the engine's device path, which stages them through Gloo too (the binding's core has no CUDA
+kernels, which NCCL's choice needs: docs/device.md), so NCCL never carries them (nccl_built() is 0); cuda_built()
+says whether this wheel was built for a CUDA build of MXNet."""
 from typing import Any, Dict
 
 from perseus.horovod_kit.capabilities import Capabilities

@@ -4,6 +4,12 @@ grouped_allreduce(_), allgather, grouped_allgather, broadcast(_), alltoall, redu
 They are the kit's (perseus.horovod_kit.host_collectives: exact, Horovod's semantics); this module gives only the
 NDArray conversion, and the gradient path of DistributedTrainer / DistributedOptimizer / the KVStore, which takes
 the engine's wire policy (fp16 on the wire by default) instead of the exact one.
+
+A GPU NDArray (context mx.gpu(i)) of a CUDA wheel takes the engine's device path (_device.py) for allreduce with
+Sum or Average and for broadcast: the host path's arithmetic (fp32 summed as fp64, the scaling, the average) in
+MXNet operations on the device, the collective on the NDArray's device memory. Everything else (allgather,
+alltoall, reducescatter, Min/Max/Product) is staged through the host: the engine's device path has no allgather.
+Host NDArrays take the kit's path unchanged.
 """
 from typing import Any, List, Sequence
 
@@ -11,10 +17,11 @@ import numpy as np
 
 from perseus.horovod_kit import host_collectives as _host
 from perseus.horovod_kit.host_collectives import ENGINE_DTYPES as _ENGINE_DTYPES, FLOATS as _FLOATS
+from perseus.horovod_kit.host_collectives import _WIDENED
 from perseus.horovod_kit.ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401 (perseus.mxnet's names)
 
-from . import _world
-from .process_sets import Group
+from . import _device, _world
+from .process_sets import Group, global_process_set
 
 
 class _NDArrays(object):
@@ -44,7 +51,107 @@ class _NDArrays(object):
         return MXNetError(message)
 
 
-_api = _host.HostCollectives(_NDArrays(), "perseus.mxnet")
+def _scaled(array, factor):
+    # type: (Any, float) -> Any
+    """perseus.horovod_kit.host_collectives.scale in MXNet operations (on the array's device)."""
+    if factor == 1.0:
+        return array
+    math = _host._math_dtype(np.dtype(array.dtype))
+    return (array.astype(math) * math(factor)).astype(array.dtype)
+
+
+def _divided(array, count):
+    # type: (Any, int) -> Any
+    """perseus.horovod_kit.host_collectives.divide in MXNet operations: integers cast back toward zero."""
+    math = _host._math_dtype(np.dtype(array.dtype))
+    return (array.astype(math) / math(count)).astype(array.dtype)
+
+
+class _Collectives(_host.HostCollectives):
+    """The kit's collectives; allreduce (Sum, Average) and broadcast of GPU NDArrays on the device path."""
+
+    def _reduced(self, tensor, reduction, name, prescale_factor, postscale_factor, group):
+        # type: (Any, int, str, float, float, Group) -> Any
+        """A new NDArray: reduce_host's result, on the device for a GPU NDArray and Sum / Average."""
+        if reduction not in (Sum, Average) or not _device.on_device(tensor):
+            host = _host.reduce_host(self.to_host(tensor), reduction, name, prescale_factor, postscale_factor, group)
+            return self.conversion.from_host(host, tensor)
+        dtype = _device.dtype_name(tensor, _host.REDUCIBLE, self.framework)
+        wide = _WIDENED.get(dtype, dtype)
+        wire = _scaled(tensor, prescale_factor).astype(wide, copy=True)  # the engine writes it: never `tensor`
+        _device.allreduce_async(group.engine, name, wire, "sum", wide).wait()
+        out = wire.astype(dtype, copy=False)
+        if reduction == Average:
+            out = _divided(out, group.size)
+        return _scaled(out, postscale_factor)
+
+    def _grouped(self, tensors, average, name, prescale_factor, postscale_factor, process_set, op, kind):
+        # type: (Sequence[Any], Any, Any, float, float, Any, Any, str) -> List[Any]
+        reduction, group = self._reduction(op, average), Group(process_set, "hvd." + kind)
+        names = self.group_names(kind, name, len(tensors), group) if kind.startswith("grouped") else \
+            [self.name(kind, name, group)]
+        return [self._reduced(t, reduction, n, prescale_factor, postscale_factor, group)
+                for t, n in zip(tensors, names)]
+
+    def allreduce(self, tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
+                  process_set=global_process_set, op=None):
+        # type: (Any, Any, Any, int, float, float, Any, Any) -> Any
+        if not _device.on_device(tensor):
+            return super(_Collectives, self).allreduce(tensor, average, name, priority, prescale_factor,
+                                                       postscale_factor, process_set, op)
+        return self._grouped([tensor], average, name, prescale_factor, postscale_factor, process_set, op,
+                             "allreduce")[0]
+
+    def allreduce_(self, tensor, average=None, name=None, priority=0, prescale_factor=1.0, postscale_factor=1.0,
+                   process_set=global_process_set, op=None):
+        # type: (Any, Any, Any, int, float, float, Any, Any) -> Any
+        if not _device.on_device(tensor):
+            return super(_Collectives, self).allreduce_(tensor, average, name, priority, prescale_factor,
+                                                        postscale_factor, process_set, op)
+        self._grouped([tensor], average, name, prescale_factor, postscale_factor, process_set, op,
+                      "allreduce")[0].copyto(tensor)
+        return tensor
+
+    def grouped_allreduce(self, tensors, average=None, name=None, priority=0, prescale_factor=1.0,
+                          postscale_factor=1.0, process_set=global_process_set, op=None):
+        # type: (Sequence[Any], Any, Any, int, float, float, Any, Any) -> List[Any]
+        if not any(_device.on_device(t) for t in tensors):
+            return super(_Collectives, self).grouped_allreduce(tensors, average, name, priority, prescale_factor,
+                                                               postscale_factor, process_set, op)
+        return self._grouped(tensors, average, name, prescale_factor, postscale_factor, process_set, op,
+                             "grouped_allreduce")
+
+    def grouped_allreduce_(self, tensors, average=None, name=None, priority=0, prescale_factor=1.0,
+                           postscale_factor=1.0, process_set=global_process_set, op=None):
+        # type: (Sequence[Any], Any, Any, int, float, float, Any, Any) -> List[Any]
+        if not any(_device.on_device(t) for t in tensors):
+            return super(_Collectives, self).grouped_allreduce_(tensors, average, name, priority, prescale_factor,
+                                                                postscale_factor, process_set, op)
+        outs = self._grouped(tensors, average, name, prescale_factor, postscale_factor, process_set, op,
+                             "grouped_allreduce")
+        for out, t in zip(outs, tensors):
+            out.copyto(t)
+        return list(tensors)
+
+    def broadcast_(self, tensor, root_rank, name=None, priority=0, process_set=global_process_set):
+        # type: (Any, int, Any, int, Any) -> Any
+        """In place; a GPU NDArray's bytes from root's device memory to every rank's."""
+        if not _device.on_device(tensor):
+            return super(_Collectives, self).broadcast_(tensor, root_rank, name, priority, process_set)
+        _device.dtype_name(tensor, _host.MOVABLE, self.framework)
+        group = Group(process_set, "hvd.broadcast")
+        _device.broadcast_async(group.engine, self.name("broadcast", name, group), tensor,
+                                group.root(root_rank)).wait()
+        return tensor
+
+    def broadcast(self, tensor, root_rank, name=None, priority=0, process_set=global_process_set):
+        # type: (Any, int, Any, int, Any) -> Any
+        if not _device.on_device(tensor):
+            return super(_Collectives, self).broadcast(tensor, root_rank, name, priority, process_set)
+        return self.broadcast_(tensor.copy(), root_rank, name, priority, process_set)
+
+
+_api = _Collectives(_NDArrays(), "perseus.mxnet")
 allreduce = _api.allreduce
 allreduce_ = _api.allreduce_
 grouped_allreduce = _api.grouped_allreduce
@@ -79,13 +186,20 @@ def _gradient_allreduce_(tensors, average, names, group):
     # type: (Sequence[Any], bool, Sequence[str], Group) -> None
     """The gradient path (DistributedTrainer, DistributedOptimizer): in place, under the engine's wire policy
     (fp32 as fp16 on the wire with the gradient scale unless PERSEUS_ALLREDUCE_DTYPE says otherwise). Each is
-    submitted as soon as its own value exists (asnumpy waits for that array only): while MXNet's engine still
-    computes the later ones (a backward pass in flight), the earlier ones are already on the wire; those
-    submitted within one negotiation cycle are fused."""
+    submitted as soon as its own value exists (asnumpy, or for a GPU NDArray the device path's wait, waits for
+    that array only): while MXNet's engine still computes the later ones (a backward pass in flight), the earlier
+    ones are already on the wire; those submitted within one negotiation cycle are fused. A GPU NDArray is
+    reduced in its device memory (_device.py), a host one through a host copy."""
     eng = group.engine
-    hosts = []  # type: List[np.ndarray]
+    hosts = []  # type: List[Any]  # a host copy, or None: reduced in place on the device
     handles = []
     for tensor, name in zip(tensors, names):
+        if _device.on_device(tensor):
+            dtype = _device.dtype_name(tensor, _ENGINE_DTYPES)
+            hosts.append(None)
+            handles.append(_device.allreduce_async(eng, name, tensor, "average" if average and dtype in _FLOATS
+                                                   else "sum", dtype))
+            continue
         host = to_host(tensor, _ENGINE_DTYPES)
         hosts.append(host)
         floating = host.dtype.name in _FLOATS
@@ -94,6 +208,10 @@ def _gradient_allreduce_(tensors, average, names, group):
     for handle in handles:
         handle.wait()
     for tensor, host in zip(tensors, hosts):
+        if host is None:
+            if average and np.dtype(tensor.dtype).name not in _FLOATS:
+                (tensor.astype("float64") / group.size).astype(tensor.dtype).copyto(tensor)  # toward zero
+            continue
         if average and host.dtype.name not in _FLOATS:
             host = np.trunc(host / group.size).astype(host.dtype)
         assign(tensor, host)

@@ -85,7 +85,9 @@ def _reduce_gradients(grads, names, compression, predivide, num_groups, group):
     for part in _split(list(range(len(grads))), num_groups):
         collectives._gradient_allreduce_([wires[i] for i in part], False, [names[i] for i in part], group)
     for g, wire, context in zip(grads, wires, contexts):
-        if wire is not g:
+        if wire is not g and g.context.device_type == "gpu":
+            compression.decompress(wire, context).copyto(g)  # device to device (a GPU NDArray: _device.py)
+        elif wire is not g:
             collectives.assign(g, compression.decompress(wire, context).asnumpy())
         if predivide != 1.0:
             g[:] = g * predivide
