@@ -79,6 +79,25 @@ def broadcast_from_last_rank():
 
 
 @case
+def deferred_across_a_barrier():
+    """Named async collectives of CUDA tensors that rank 0 submits before a barrier and the others after it (they
+    run once every rank has them, started from another call's exchange), and two submitted in different orders."""
+    x, y = values(2049), values(513, torch.float16)
+    on_dev = x.clone().to(dev)  # a copy on the CPU smoke run too (there .to() returns x itself)
+    handle = hvd.allreduce_async_(on_dev, op=hvd.Sum, name="d.deferred") if rank == 0 else None
+    hvd.barrier()
+    if rank != 0:
+        handle = hvd.allreduce_async_(on_dev, op=hvd.Sum, name="d.deferred")
+    hvd.barrier()
+    hvd.synchronize(handle)
+    compare("deferred_allreduce", on_dev, hvd.allreduce(x, op=hvd.Sum, name="h.deferred"))
+    order = [("d.first", x), ("d.second", y)]
+    handles = {n: hvd.allreduce_async(t.to(dev), name=n) for n, t in (order if rank % 2 == 0 else order[::-1])}
+    compare("reordered_allreduce", torch.cat([hvd.synchronize(handles[n]).double() for n, _ in order]),
+            torch.cat([hvd.allreduce(t, name="h" + n[1:]).double() for n, t in order]))
+
+
+@case
 def process_set_collectives():
     """CUDA tensors on registered process sets (each set runs an engine of its own): every rank as a set, and a
     set of the last rank alone."""
