@@ -284,16 +284,11 @@ class Negotiator:
         row[PENDING_COUNT] = len(announced)
         row[PENDING: PENDING + len(announced)] = announced
         records = [decode(r, rows) for r, rows in enumerate(self._gather(world, row))]
-        active = [r for r in records if r.mode != MODE_JOINED]
-        if not active:
-            return records
-        has = [self._has(r) for r in active]
-        runnable = [d for d in has[0] if all(d in h for h in has[1:])]
+        verdict = agree(records)
         joined_error = None  # raised once this rank did its part of every exchange of the cycle
-        for d in runnable:
-            fast = all(r.mode in (MODE_DEFER, MODE_BLOCK) and r.key == d for r in active)
+        for d in verdict.runnable:
             mine = self._mine(state, current, d, mode)
-            if fast:
+            if d in verdict.in_one_exchange:
                 their = records
             else:
                 row_d = list(mine.row) if mine is not None else make_row(K_JOIN, "join", joined=True)
@@ -302,8 +297,8 @@ class Negotiator:
                 self._run(state, mine, their, mode)
             except BaseException as error:  # only a joined rank's share raises here
                 joined_error = joined_error or error
-        if not runnable and not any(r.mode in (MODE_DEFER, MODE_POLL) for r in active):
-            error = HorovodCollectiveError(self._stall_message(active, records))
+        if verdict.stalled:
+            error = HorovodCollectiveError(stall_message(records))
             if current is not None:
                 current.error = error
             elif waiting is not None:
@@ -314,14 +309,6 @@ class Negotiator:
         if joined_error is not None:
             raise joined_error
         return records
-
-    @staticmethod
-    def _has(record: Record) -> List[int]:
-        """The keys a rank can run now: its deferred ones in submission order, then its current request."""
-        found = list(record.deferred)
-        if record.mode in (MODE_DEFER, MODE_BLOCK) and record.key not in found:
-            found.append(record.key)
-        return found
 
     @staticmethod
     def _mine(state: _WorldState, current: Optional[Collective], d: int, mode: int) -> Optional[Collective]:
@@ -349,21 +336,43 @@ class Negotiator:
         except BaseException as error:  # raised where the caller waits for it (submit or synchronize)
             mine.error = error
 
-    @staticmethod
-    def _stall_message(active: List[Record], records: List[Record]) -> str:
-        words = []
-        for r in active:
-            if r.mode == MODE_WAIT:
-                words.append("rank {} waits for the collective it submitted as {}".format(
-                    r.rank, _describe_key(r.key, records, r)))
-            else:
-                words.append("rank {} calls {}".format(r.rank, r.describe()))
-        return ("the ranks wait for collectives the others did not submit: {}; every rank must submit the same "
-                "collectives (by name; unnamed ones in the same order)".format("; ".join(words)))
+
+@dataclass
+class Verdict:
+    """What every rank concludes from one exchange's records (the same on every rank)."""
+    runnable: List[int]  # keys every active rank has, in the order they run
+    in_one_exchange: List[int]  # of those, the ones every active rank asked for now (their records are at hand)
+    stalled: bool  # nothing runs and no rank can defer: the ranks wait for each other
 
 
-def _describe_key(d: int, records: List[Record], waiter: Record) -> str:
+def agree(records: List[Record]) -> Verdict:
+    """The rule of this module, on one exchange's records: a pure function of them."""
+    active = [r for r in records if r.mode != MODE_JOINED]
+    if not active:
+        return Verdict([], [], False)
+    has = [_has(r) for r in active]
+    runnable = [d for d in has[0] if all(d in h for h in has[1:])]
+    at_hand = [d for d in runnable if all(r.mode in (MODE_DEFER, MODE_BLOCK) and r.key == d for r in active)]
+    stalled = not runnable and not any(r.mode in (MODE_DEFER, MODE_POLL) for r in active)
+    return Verdict(runnable, at_hand, stalled)
+
+
+def _has(record: Record) -> List[int]:
+    """The keys a rank can run now: its deferred ones in submission order, then its current request."""
+    found = list(record.deferred)
+    if record.mode in (MODE_DEFER, MODE_BLOCK) and record.key not in found:
+        found.append(record.key)
+    return found
+
+
+def stall_message(records: List[Record]) -> str:
+    words = []
     for r in records:
-        if r.key == d and r.mode in (MODE_DEFER, MODE_BLOCK):
-            return r.describe()
-    return "'{}'".format(waiter.name) if waiter.name else "a deferred collective"
+        if r.mode == MODE_JOINED:
+            continue
+        if r.mode == MODE_WAIT:
+            words.append("rank {} waits for the {} it submitted".format(r.rank, r.describe()))
+        else:
+            words.append("rank {} calls {}".format(r.rank, r.describe()))
+    return ("the ranks wait for collectives the others did not submit: {}; every rank must submit the same "
+            "collectives (by name; unnamed ones in the same order)".format("; ".join(words)))
