@@ -56,6 +56,11 @@ def test_a_rank_polling_in_a_loop_lets_a_deferred_collective_run(ranks):
         assert got == {"a": [3.0, 3.0], "b": [10.0] * 3}
 
 
+def test_a_moment_of_apparent_stall_lets_another_thread_submit(ranks):
+    for got in value(ranks, "another_thread_submits_what_the_others_wait_for"):
+        assert got == {"w": [2.0, 2.0], "p": [2.0, 2.0, 2.0]}
+
+
 def test_ranks_waiting_for_collectives_nobody_else_submitted_all_raise(ranks):
     found = value(ranks, "waiting_for_what_no_other_rank_submits")
     for got in found:

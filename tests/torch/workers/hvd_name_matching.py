@@ -91,6 +91,29 @@ def _():
     return {"a": rows(hvd.synchronize(ha)), "b": rows(hvd.synchronize(hb))}
 
 
+@check("another_thread_submits_what_the_others_wait_for")
+def _():
+    # rank 0's main thread waits for "thread.w" while its second thread is about to submit "thread.p", which
+    # rank 1 waits for before it submits "thread.w": the ranks look stalled for a moment, and are not
+    import threading
+    import time
+    got = {}
+    if r == 0:
+        hw = hvd.allreduce_async(torch.full((2,), 1.0), name="thread.w", op=hvd.Sum)
+
+        def second():
+            time.sleep(0.1)
+            got["p"] = rows(hvd.synchronize(hvd.allreduce_async(torch.full((3,), 1.0), name="thread.p", op=hvd.Sum)))
+        thread = threading.Thread(target=second)
+        thread.start()
+        got["w"] = rows(hvd.synchronize(hw))
+        thread.join()
+    else:
+        got["p"] = rows(hvd.synchronize(hvd.allreduce_async(torch.full((3,), 1.0), name="thread.p", op=hvd.Sum)))
+        got["w"] = rows(hvd.synchronize(hvd.allreduce_async(torch.full((2,), 1.0), name="thread.w", op=hvd.Sum)))
+    return got
+
+
 @check("waiting_for_what_no_other_rank_submits")
 def _():
     # rank 0 waits for a collective only it submitted while the others wait in a barrier: every rank raises

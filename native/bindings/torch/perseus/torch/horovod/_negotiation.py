@@ -11,8 +11,9 @@ list of collectives to run now, in the same order, and the same errors:
   runs in a later exchange, when the others reach it (Horovod lets ranks submit named collectives in different
   orders, and a rank may issue one before a barrier that another issues after it);
 - a blocking call (barrier, object collectives, synchronize() of a deferred handle) exchanges again until its
-  collective runs; when no rank can defer and nothing runs, the ranks wait for each other: every rank raises the
-  same error naming what each one waits for, instead of hanging;
+  collective runs, pausing briefly (without the lock, so that another thread of the process can submit) between
+  exchanges that ran nothing; when no rank can defer and nothing runs for STALL_EXCHANGES exchanges in a row, the
+  ranks wait for each other: every rank raises the same error naming what each one waits for, instead of hanging;
 - poll() of a deferred handle exchanges once (MODE_POLL), so that a rank polling in a loop lets it run.
 
 Names stay in flight from submission until synchronize(): a second collective under a name in flight is refused
@@ -22,6 +23,7 @@ training loop does, one exchange does it all (the common case costs what it did 
 
 import hashlib
 import threading
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
@@ -50,6 +52,10 @@ MAX_DEFERRED = 64  # deferred collectives a rank announces; past that, an async 
 RECORD_LEN = PENDING + MAX_DEFERRED  # 90
 
 MODE_DEFER, MODE_BLOCK, MODE_WAIT, MODE_JOINED, MODE_POLL = 0, 1, 2, 3, 4
+# A stall is an error only after this many consecutive stalled exchanges (about a second with the pauses between
+# them, during which this process's other threads can submit what the others wait for)
+STALL_EXCHANGES = 20
+STALL_PAUSE_S = 0.005
 
 K_ALLREDUCE, K_ALLGATHER, K_BROADCAST, K_JOIN, K_BARRIER, K_STEP, K_BROADCAST_MANY = 1, 2, 3, 4, 5, 6, 7
 K_REDUCESCATTER, K_ALLTOALL = 8, 9
@@ -159,6 +165,7 @@ class Collective:
 class _WorldState:
     deferred: List[Collective] = field(default_factory=list)  # submitted here, not yet run, in submission order
     in_flight: Dict[str, int] = field(default_factory=dict)  # names submitted and not yet synchronized
+    stalled_exchanges: int = 0  # consecutive exchanges that found the ranks stalled (the same count on every rank)
 
 
 class Negotiator:
@@ -220,10 +227,10 @@ class Negotiator:
     def submit(self, collective: Collective, defer: bool) -> None:
         """Run `collective` with the other ranks; with `defer`, leave it deferred when they do not have it yet.
         Its `error` holds what the run raised (the caller raises it)."""
-        with self.lock:
-            world = collective.world = basics.world()
-            state = self._state(world)
-            while True:
+        world = collective.world = basics.world()
+        while True:
+            with self.lock:
+                state = self._state(world)
                 can_defer = defer and len(state.deferred) < MAX_DEFERRED
                 self._cycle(world, state, MODE_DEFER if can_defer else MODE_BLOCK, collective)
                 if collective.ran:
@@ -231,6 +238,7 @@ class Negotiator:
                 if can_defer:
                     state.deferred.append(collective)
                     return
+            self._pause(state)
 
     def exchange(self, kind: int, name: str = "", tensor: Optional[torch.Tensor] = None, root: int = -1,
                  op: int = -1, digest: int = 0, shape: Optional[Sequence[int]] = None,
@@ -245,11 +253,21 @@ class Negotiator:
 
     def wait_for(self, collective: Collective) -> None:
         """Exchange (as MODE_WAIT) on the collective's world until a deferred collective ran."""
-        with self.lock:
-            state = self._state(collective.world)
-            with _comm.using(collective.world):
-                while not collective.ran:
+        with _comm.using(collective.world):
+            while True:
+                with self.lock:
+                    state = self._state(collective.world)
+                    if collective.ran:
+                        return
                     self._cycle(collective.world, state, MODE_WAIT, None, waiting=collective)
+                    if collective.ran:
+                        return
+                self._pause(state)
+
+    @staticmethod
+    def _pause(state: _WorldState) -> None:
+        """Between exchanges that ran nothing: a short pause without the lock, longer while the ranks stay stalled."""
+        time.sleep(STALL_PAUSE_S * min(10, 1 + state.stalled_exchanges))
 
     def poll(self, collective: Collective) -> None:
         """One exchange (as MODE_POLL) on the collective's world, so that a deferred collective can run while its
@@ -297,7 +315,9 @@ class Negotiator:
                 self._run(state, mine, their, mode)
             except BaseException as error:  # only a joined rank's share raises here
                 joined_error = joined_error or error
-        if verdict.stalled:
+        state.stalled_exchanges = state.stalled_exchanges + 1 if verdict.stalled else 0
+        if state.stalled_exchanges >= STALL_EXCHANGES:
+            state.stalled_exchanges = 0
             error = HorovodCollectiveError(stall_message(records))
             if current is not None:
                 current.error = error
