@@ -98,6 +98,33 @@ def deferred_across_a_barrier():
 
 
 @case
+def the_other_collectives():
+    """allgather (ranks' first dimensions differ where PERSEUS_CHANGE_HVD_ALLGATHER=1), grouped allreduce, reducescatter and alltoall of CUDA tensors
+    equal the same calls on host tensors; each result stays on the device it came from."""
+    from perseus import config
+    concatenate = config.get().change_hvd_allgather  # PERSEUS_CHANGE_HVD_ALLGATHER=1: Horovod's concatenation
+    rows_here = 3 + rank if concatenate else 3  # the default stacks equal shapes
+    x = values(rows_here * 5).reshape(rows_here, 5)
+    gathered = hvd.allgather(x.to(dev), name="d.gather")
+    compare("allgather", gathered, hvd.allgather(x, name="h.gather"))
+    a, b = values(1001), values(77, torch.float16)
+    got = hvd.grouped_allreduce([a.to(dev), b.to(dev)], op=hvd.Sum, name="d.group")
+    want = hvd.grouped_allreduce([a, b], op=hvd.Sum, name="h.group")
+    compare("grouped_allreduce", torch.cat([g.double() for g in got]), torch.cat([w.double() for w in want]))
+    m = values(size * 6 * 4).reshape(size * 6, 4)
+    compare("reducescatter", hvd.reducescatter(m.to(dev), op=hvd.Sum, name="d.rs"),
+            hvd.reducescatter(m, op=hvd.Sum, name="h.rs"))
+    splits = torch.tensor([1 + (r + rank) % 3 for r in range(size)], dtype=torch.int32)
+    t = values(int(splits.sum()) * 2).reshape(-1, 2)
+    out, received = hvd.alltoall(t.to(dev), splits=splits, name="d.a2a")
+    want_out, want_received = hvd.alltoall(t, splits=splits, name="h.a2a")
+    compare("alltoall", out, want_out)
+    placed = [gathered.device, got[0].device, out.device]
+    cases["results_stay_on_the_device"] = {"equal": all(d == dev for d in placed) and torch.equal(received, want_received),
+                                           "max_difference": 0.0, "device": str(placed)}
+
+
+@case
 def process_set_collectives():
     """CUDA tensors on registered process sets (each set runs an engine of its own): every rank as a set, and a
     set of the last rank alone."""
