@@ -76,3 +76,9 @@ def test_join_takes_part_in_named_async_allreduces(ranks):
     assert found[0]["a"] == [2.0] * 3  # the joined rank contributes zeros
     assert found[0]["b"] == [3.0] * 4
     assert all(got["join"] == 0 for got in found)  # rank 0 joined last
+
+
+def test_a_rank_that_joins_with_a_deferred_collective_contributes_its_own_data(ranks):
+    for got in value(ranks, "joined_rank_keeps_what_it_submitted_before_joining"):
+        assert got["sum"] == [5.0 + 7.0 * (SIZE - 1)] * 3  # not 7 * (SIZE - 1): rank 0's data, not zeros
+        assert got["join"] == SIZE - 1

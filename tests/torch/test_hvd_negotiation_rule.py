@@ -74,3 +74,9 @@ def test_records_are_matched_by_the_whole_name_not_its_first_56_bytes():
     long_a, long_b = "x" * 60 + "a", "x" * 60 + "b"
     verdict = N.agree([record(0, long_a, N.MODE_DEFER), record(1, long_b, N.MODE_DEFER)])
     assert verdict.runnable == []
+
+
+def test_a_joined_rank_that_deferred_a_collective_brings_its_own_record():
+    table = [record(0, "join", N.MODE_JOINED, deferred=["jd"], kind=N.K_JOIN), record(1, "jd", N.MODE_BLOCK)]
+    verdict = N.agree(table)
+    assert verdict.runnable == keys("jd") and verdict.in_one_exchange == []

@@ -140,5 +140,20 @@ def _():
     return {"a": rows(hvd.synchronize(ha)), "b": rows(hvd.synchronize(hb)), "join": hvd.join()}
 
 
+@check("joined_rank_keeps_what_it_submitted_before_joining")
+def _():
+    # rank 0 submits "jd" while the others are in a barrier (deferred), then joins; the others submit "jd" after the
+    # barrier: rank 0's own 5s take part, not a joined rank's zeros
+    handle = None
+    if r == 0:
+        handle = hvd.allreduce_async(torch.full((3,), 5.0), name="jd", op=hvd.Sum)
+    hvd.barrier()
+    if r == 0:
+        last = hvd.join()
+        return {"sum": rows(hvd.synchronize(handle)), "join": last}
+    got = rows(hvd.allreduce(torch.full((3,), 7.0), name="jd", op=hvd.Sum))
+    return {"sum": got, "join": hvd.join()}
+
+
 emit(results)
 hvd.shutdown()

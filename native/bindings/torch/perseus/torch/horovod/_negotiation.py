@@ -6,7 +6,8 @@ rank's deferred collectives. Every rank applies the same rule to the same table,
 list of collectives to run now, in the same order, and the same errors:
 
 - a collective runs once every active rank has it, as its current request or deferred; a joined rank counts as
-  having every collective (it takes part with zeros, see collectives.join);
+  having every collective (it takes part with zeros, see collectives.join, or with its own data where it submitted
+  the collective before it joined);
 - an async call (MODE_DEFER) that the others do not have yet is deferred: its handle is returned and the call
   runs in a later exchange, when the others reach it (Horovod lets ranks submit named collectives in different
   orders, and a rank may issue one before a barrier that another issues after it);
@@ -332,17 +333,17 @@ class Negotiator:
 
     @staticmethod
     def _mine(state: _WorldState, current: Optional[Collective], d: int, mode: int) -> Optional[Collective]:
-        if mode == MODE_JOINED:
-            return None
         if current is not None and current.key == d and mode in (MODE_DEFER, MODE_BLOCK):
             return current
         for deferred in state.deferred:
             if deferred.key == d:
-                return deferred
+                return deferred  # a joined rank too: it submitted this one before hvd.join(), with its own data
+        if mode == MODE_JOINED:
+            return None  # it takes part with zeros
         raise AssertionError("a runnable collective this rank does not have")  # the table says every rank has it
 
     def _run(self, state: _WorldState, mine: Optional[Collective], records: List[Record], mode: int) -> None:
-        if mine is None:  # this rank has joined
+        if mine is None:  # this rank has joined and has no data of its own for this collective
             assert self.joined_hook is not None
             self.joined_hook(records)
             return
@@ -372,7 +373,10 @@ def agree(records: List[Record]) -> Verdict:
         return Verdict([], [], False)
     has = [_has(r) for r in active]
     runnable = [d for d in has[0] if all(d in h for h in has[1:])]
-    at_hand = [d for d in runnable if all(r.mode in (MODE_DEFER, MODE_BLOCK) and r.key == d for r in active)]
+    # a joined rank that deferred the collective before it joined takes part with its own record: a second exchange
+    joined_own = {d for r in records if r.mode == MODE_JOINED for d in r.deferred}
+    at_hand = [d for d in runnable
+               if d not in joined_own and all(r.mode in (MODE_DEFER, MODE_BLOCK) and r.key == d for r in active)]
     stalled = not runnable and not any(r.mode in (MODE_DEFER, MODE_POLL) for r in active)
     return Verdict(runnable, at_hand, stalled)
 
