@@ -42,6 +42,11 @@ def test_a_second_collective_under_a_name_in_flight_is_refused(ranks):
         assert got["again"] == [2.0] * 4
 
 
+def test_a_name_longer_than_the_record_is_released_by_synchronize(ranks):
+    for got in value(ranks, "a_long_name_is_free_again_after_synchronize"):
+        assert got == [[2.0, 2.0], [2.0, 2.0]]
+
+
 def test_async_calls_in_different_orders_pair_up_by_name(ranks):
     for got in value(ranks, "submitted_in_different_orders"):
         assert got == {"a": [3.0, 3.0], "b": [30.0] * 5}

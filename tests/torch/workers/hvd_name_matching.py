@@ -48,6 +48,13 @@ def _():
     return {"refused": refused, "sum": got, "again": again}
 
 
+@check("a_long_name_is_free_again_after_synchronize")
+def _():
+    # names longer than a record's 56 name bytes are held and released whole
+    name = "long." + "x" * 80
+    return [rows(hvd.allreduce(torch.ones(2), name=name, op=hvd.Sum)) for _ in range(2)]
+
+
 @check("submitted_in_different_orders")
 def _():
     a, b = torch.full((2,), float(r + 1)), torch.full((5,), 10.0 * (r + 1))

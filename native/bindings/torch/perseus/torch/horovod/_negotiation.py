@@ -27,7 +27,7 @@ import threading
 import time
 import weakref
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 import torch
 
@@ -144,6 +144,7 @@ class Collective:
     """One rank's collective call: its record and what starts it once every rank has it (given their records)."""
     row: List[int]
     start: Optional[Callable[[List[Record]], Started]]
+    name: str = ""  # the whole name (the record holds its first 56 bytes and its digest)
     world: Any = None
     records: Optional[List[Record]] = None  # every rank's records, once it ran
     started: Optional[Started] = None
@@ -154,10 +155,6 @@ class Collective:
         return self.row[KEY]
 
     @property
-    def name(self) -> str:
-        return _name_of(self.row[NAME: NAME + NAME_WORDS])
-
-    @property
     def ran(self) -> bool:
         return self.records is not None or self.error is not None
 
@@ -165,7 +162,7 @@ class Collective:
 @dataclass
 class _WorldState:
     deferred: List[Collective] = field(default_factory=list)  # submitted here, not yet run, in submission order
-    in_flight: Dict[str, int] = field(default_factory=dict)  # names submitted and not yet synchronized
+    in_flight: Set[str] = field(default_factory=set)  # names submitted and not yet synchronized
     stalled_exchanges: int = 0  # consecutive exchanges that found the ranks stalled (the same count on every rank)
 
 
@@ -214,14 +211,13 @@ class Negotiator:
                     "{}: a collective named '{}' is already in flight on this rank; synchronize its handle before "
                     "submitting another under that name, or give each concurrent collective its own name".format(
                         api, name))
-            state.in_flight[name] = 1
+            state.in_flight.add(name)
 
     def release(self, world: Any, names: Sequence[str]) -> None:
         with self.lock:
             state = self._states.get(world)
             if state is not None:
-                for name in names:
-                    state.in_flight.pop(name, None)
+                state.in_flight.difference_update(names)
 
     # ---- the exchange -----------------------------------------------------------------------------
 
@@ -245,7 +241,7 @@ class Negotiator:
                  op: int = -1, digest: int = 0, shape: Optional[Sequence[int]] = None,
                  dtype: Optional[torch.dtype] = None) -> List[Record]:
         """A blocking collective's exchange: every rank's record of it, once every rank has it."""
-        collective = Collective(make_row(kind, name, tensor, root, op, digest, shape=shape, dtype=dtype), None)
+        collective = Collective(make_row(kind, name, tensor, root, op, digest, shape=shape, dtype=dtype), None, name)
         self.submit(collective, defer=False)
         if collective.error is not None:
             raise collective.error
@@ -267,7 +263,8 @@ class Negotiator:
 
     @staticmethod
     def _pause(state: _WorldState) -> None:
-        """Between exchanges that ran nothing: a short pause without the lock, longer while the ranks stay stalled."""
+        """Between exchanges that did not run the caller's collective: a short pause without the lock (another thread
+        may submit), longer while the ranks stay stalled."""
         time.sleep(STALL_PAUSE_S * min(10, 1 + state.stalled_exchanges))
 
     def poll(self, collective: Collective) -> None:
@@ -285,7 +282,7 @@ class Negotiator:
         with self.lock:
             world = basics.world()
             row = make_row(K_JOIN, "join", joined=True, join_round=join_round)
-            return self._cycle(world, self._state(world), MODE_JOINED, Collective(row, None, world))
+            return self._cycle(world, self._state(world), MODE_JOINED, Collective(row, None, "join", world))
 
     def _gather(self, world: Any, row: List[int]) -> List[List[int]]:
         record = torch.tensor(row, dtype=torch.int64)

@@ -12,7 +12,7 @@ which collective to take part in.
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import torch
 
@@ -30,7 +30,7 @@ from perseus.horovod_kit.process_sets import check_global, global_process_set
 from perseus.torch import _comm
 from perseus.torch.horovod import _negotiation
 from perseus.torch.horovod._negotiation import (K_ALLGATHER, K_ALLREDUCE, K_ALLTOALL, K_BARRIER,  # noqa: F401
-                                                K_BROADCAST, K_BROADCAST_MANY, K_JOIN, K_REDUCESCATTER, K_STEP,
+                                                K_BROADCAST, K_BROADCAST_MANY, K_REDUCESCATTER, K_STEP,
                                                 Collective, make_row)
 from perseus.torch.horovod.process_sets import on_process_set, set_root
 _TORCH_OPS = {Average: _ops.SUM, Sum: _ops.SUM, Min: _ops.MIN, Max: _ops.MAX,
@@ -146,7 +146,7 @@ def _submit(api: str, name: str, row: List[int], start: Callable[[List[Record]],
     checks every rank's record and starts the engine work, once every rank has the collective."""
     world = basics.world()
     _control.claim(world, name, api)
-    collective = Collective(row, start)
+    collective = Collective(row, start, name)
     try:
         _control.submit(collective, defer=True)
     except BaseException:
