@@ -10,7 +10,7 @@ import numpy as np
 
 import perseus.mxnet as hvd
 from perseus.horovod_kit import host_collectives as host
-from perseus.mxnet import _device, collectives
+from perseus.mxnet import _device
 
 out = {}
 
@@ -41,16 +41,16 @@ values = np.array([7, -1, 3, 9], dtype=np.int32)
 ctypes.memmove(_device.data_pointer(d), values.ctypes.data, values.nbytes)
 out["write_seen"] = (d + 0).asnumpy().tolist()
 
-# the device path's arithmetic (MXNet operators) against the host path's (numpy), per dtype
+# the kit's arithmetic on NDArrays (MXNet operators, as the device path runs it) against numpy's, per dtype
 mismatches = []
 for dtype in ("float32", "float16", "float64", "int32", "int64", "uint8", "int8"):
     base = (np.arange(-6, 6) * 1.7).astype(dtype)
     nd = mx.nd.array(base, dtype=dtype)
     for factor in (0.5, 3.0, 1.0 / 3):
-        if collectives._scaled(nd, factor).asnumpy().tobytes() != host.scale(base, factor).tobytes():
+        if host.scale(nd, factor).asnumpy().tobytes() != host.scale(base, factor).tobytes():
             mismatches.append("scale %s %s" % (dtype, factor))
     for count in (2, 3):
-        if collectives._divided(nd, count).asnumpy().tobytes() != host.divide(base, count).tobytes():
+        if host.divide(nd, count).asnumpy().tobytes() != host.divide(base, count).tobytes():
             mismatches.append("divide %s %d" % (dtype, count))
 out["arithmetic_mismatches"] = mismatches
 

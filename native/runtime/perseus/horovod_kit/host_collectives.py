@@ -27,7 +27,7 @@ FLOATS = ("float16", "float32", "float64")
 ENGINE_DTYPES = FLOATS + ("int32", "int64", "uint8")  # what the engine reduces
 REDUCIBLE = ENGINE_DTYPES + ("int8",)  # int8 travels widened
 MOVABLE = REDUCIBLE + ("bool",)  # gathered / broadcast as bytes
-_WIDENED = {"float32": "float64", "int8": "int32"}  # exact sums; int8 has no engine dtype
+WIDENED = {"float32": "float64", "int8": "int32"}  # exact sums; int8 has no engine dtype
 _MAX_DIMS = 8
 _DTYPE_CODES = {name: i for i, name in enumerate(MOVABLE)}
 
@@ -60,25 +60,33 @@ def _math_dtype(dtype):
     return {_ops.SCALE_IN_FLOAT64: np.float64, _ops.SCALE_IN_FLOAT32: np.float32}.get(kind, dtype.type)
 
 
+def check_dtype(framework, name, allowed):
+    # type: (str, str, Sequence[str]) -> None
+    if name not in allowed:
+        raise TypeError("%s: dtype %s is not supported here (one of %s)" % (framework, name, ", ".join(allowed)))
+
+
 def scale(host, factor):
-    # type: (np.ndarray, float) -> np.ndarray
-    """Horovod's pre/post scaling: integers in float64 then cast back (toward zero), float16 in float32."""
+    # type: (Any, float) -> Any
+    """Horovod's pre/post scaling: integers in float64 then cast back (toward zero), float16 in float32. Any array
+    with numpy's astype and dtype: numpy's, or a framework's on its device (MXNet's GPU NDArrays)."""
     if factor == 1.0:
         return host
-    math = _math_dtype(host.dtype)
+    math = _math_dtype(np.dtype(host.dtype))
     return (host.astype(math) * math(factor)).astype(host.dtype)
 
 
 def divide(host, count):
-    # type: (np.ndarray, int) -> np.ndarray
-    """Average's division, exact as Horovod's: in the scaling dtype, integers cast back toward zero."""
-    math = _math_dtype(host.dtype)
+    # type: (Any, int) -> Any
+    """Average's division, exact as Horovod's: in the scaling dtype, integers cast back toward zero (any array, as
+    scale())."""
+    math = _math_dtype(np.dtype(host.dtype))
     return (host.astype(math) / math(count)).astype(host.dtype)
 
 
 def sum_host(host, name, group):
     # type: (np.ndarray, str, Group) -> np.ndarray
-    wide = _WIDENED.get(host.dtype.name)
+    wide = WIDENED.get(host.dtype.name)
     wire = host.astype(wide) if wide else host.copy()
     # the engine checks that every rank's shape agrees: a 0-d array goes as (1,), every other as it is
     group.engine.allreduce(name, wire if wire.ndim else wire.reshape(1), op="sum", dtype=wire.dtype.name)
@@ -144,9 +152,7 @@ class HostCollectives(object):
         host = self.conversion.to_host(tensor)
         if not host.flags.c_contiguous:
             host = host.copy(order="C")
-        if host.dtype.name not in allowed:
-            raise TypeError("%s: dtype %s is not supported here (one of %s)" % (
-                self.framework, host.dtype.name, ", ".join(allowed)))
+        check_dtype(self.framework, host.dtype.name, allowed)
         return host
 
     def _reduction(self, op, average):

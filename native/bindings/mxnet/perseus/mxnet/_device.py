@@ -101,9 +101,10 @@ def on_device(array):
 
 def dtype_name(array, allowed, framework="perseus.mxnet"):
     # type: (Any, Sequence[str], str) -> str
+    from perseus.horovod_kit.host_collectives import check_dtype  # the host path's message
+
     name = np.dtype(array.dtype).name
-    if name not in allowed:  # the host path's message (perseus.horovod_kit.host_collectives.to_host)
-        raise TypeError("%s: dtype %s is not supported here (one of %s)" % (framework, name, ", ".join(allowed)))
+    check_dtype(framework, name, allowed)
     return name
 
 

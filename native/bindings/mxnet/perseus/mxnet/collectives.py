@@ -17,7 +17,7 @@ import numpy as np
 
 from perseus.horovod_kit import host_collectives as _host
 from perseus.horovod_kit.host_collectives import ENGINE_DTYPES as _ENGINE_DTYPES, FLOATS as _FLOATS
-from perseus.horovod_kit.host_collectives import _WIDENED
+from perseus.horovod_kit.host_collectives import WIDENED
 from perseus.horovod_kit.ops import Adasum, Average, Max, Min, Product, Sum  # noqa: F401 (perseus.mxnet's names)
 
 from . import _device, _world
@@ -51,22 +51,6 @@ class _NDArrays(object):
         return MXNetError(message)
 
 
-def _scaled(array, factor):
-    # type: (Any, float) -> Any
-    """perseus.horovod_kit.host_collectives.scale in MXNet operations (on the array's device)."""
-    if factor == 1.0:
-        return array
-    math = _host._math_dtype(np.dtype(array.dtype))
-    return (array.astype(math) * math(factor)).astype(array.dtype)
-
-
-def _divided(array, count):
-    # type: (Any, int) -> Any
-    """perseus.horovod_kit.host_collectives.divide in MXNet operations: integers cast back toward zero."""
-    math = _host._math_dtype(np.dtype(array.dtype))
-    return (array.astype(math) / math(count)).astype(array.dtype)
-
-
 class _Collectives(_host.HostCollectives):
     """The kit's collectives; allreduce (Sum, Average) and broadcast of GPU NDArrays on the device path."""
 
@@ -77,13 +61,13 @@ class _Collectives(_host.HostCollectives):
             host = _host.reduce_host(self.to_host(tensor), reduction, name, prescale_factor, postscale_factor, group)
             return self.conversion.from_host(host, tensor)
         dtype = _device.dtype_name(tensor, _host.REDUCIBLE, self.framework)
-        wide = _WIDENED.get(dtype, dtype)
-        wire = _scaled(tensor, prescale_factor).astype(wide, copy=True)  # the engine writes it: never `tensor`
+        wide = WIDENED.get(dtype, dtype)
+        wire = _host.scale(tensor, prescale_factor).astype(wide, copy=True)  # the engine writes it: never `tensor`
         _device.allreduce_async(group.engine, name, wire, "sum", wide).wait()
         out = wire.astype(dtype, copy=False)
         if reduction == Average:
-            out = _divided(out, group.size)
-        return _scaled(out, postscale_factor)
+            out = _host.divide(out, group.size)
+        return _host.scale(out, postscale_factor)
 
     def _grouped(self, tensors, average, name, prescale_factor, postscale_factor, process_set, op, kind):
         # type: (Sequence[Any], Any, Any, float, float, Any, Any, str) -> List[Any]
